@@ -1,0 +1,453 @@
+"""The gate table: every gate is declared once, here.
+
+A :class:`Gate` is data: wire and parameter counts, a matrix function batched in its parameters,
+and what the kernels and the differentiation methods need to treat it well (a diagonal, a
+permutation, a generator, the spectrum of each parameter for shift rules). Matrices follow
+OpenQASM 3 / Qiskit; the first wire of a gate is the most significant bit of its matrix index.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from .kernels.apply import (apply_controlled_unchecked, apply_diagonal_unchecked,
+                            apply_matrix_unchecked, apply_permutation_unchecked)
+from .kernels.state import COMPLEX_OF
+
+UNITARY_ATOL = {torch.complex64: 1e-5, torch.complex128: 1e-10}
+"""Tolerance of :func:`check_unitary` (max |U U† − I|) per dtype."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    name: str
+    n_wires: Optional[int]                 # None: any number >= min_wires
+    n_params: int
+    matrix_fn: Callable                    # (params, n_wires, dtype, data) -> (..., d, d)
+    kind: str = "dense"                    # "dense" | "diagonal" | "permutation" | "controlled"
+    diag_fn: Optional[Callable] = None     # (params, n_wires, dtype, data) -> (..., d)
+    perm_fn: Optional[Callable] = None     # n_wires -> tuple: new[i] = old[perm[i]]
+    generator_fn: Optional[Callable] = None  # n_wires -> numpy G with U(θ) = exp(-iθG)
+    spectra: tuple = ()                    # per parameter: eigenvalues of its effective generator
+    self_inverse: bool = False
+    min_wires: int = 1
+    param_names: tuple = ()
+    takes_data: bool = False               # QubitUnitary / DiagonalUnitary: a matrix, not angles
+    n_controls: int = 0
+    target: Optional["Gate"] = None
+    doc: str = ""
+
+    def wires_for(self, n_wires_given: int) -> int:
+        if self.n_wires is not None:
+            return self.n_wires
+        return n_wires_given
+
+    # -- matrices ---------------------------------------------------------------------------
+    def matrix(self, params=(), n_wires=None, dtype=torch.complex64, device=None, data=None):
+        """Dense matrix, batched over the leading shape of the parameters."""
+        k = self.wires_for(n_wires)
+        params = _as_params(params, dtype, device)
+        return self.matrix_fn(params, k, dtype, data, device)
+
+    def diagonal(self, params=(), n_wires=None, dtype=torch.complex64, device=None, data=None):
+        k = self.wires_for(n_wires)
+        params = _as_params(params, dtype, device)
+        return self.diag_fn(params, k, dtype, data, device)
+
+    def generator(self, n_wires=None) -> Optional[np.ndarray]:
+        if self.generator_fn is None:
+            return None
+        return self.generator_fn(self.wires_for(n_wires))
+
+    def frequencies(self, i: int = 0) -> tuple:
+        """Distinct positive gaps of the spectrum of parameter i (drive the shift rules)."""
+        spec = sorted(set(round(float(s), 12) for s in self.spectra[i]))
+        gaps = sorted(set(round(b - a, 12) for a in spec for b in spec if b - a > 1e-12))
+        return tuple(gaps)
+
+    # -- application ------------------------------------------------------------------------
+    def apply(self, state, params, wires, n, data=None, adjoint=False):
+        """Apply to ``wires`` of a (B, 2**n) state; params are real tensors (shape () or (B,))."""
+        dtype, device = state.dtype, state.device
+        k = len(wires)
+        if self.kind == "permutation":
+            perm = self.perm_fn(k)
+            if adjoint:
+                perm = tuple(np.argsort(perm).tolist())
+            return apply_permutation_unchecked(state, perm, wires, n)
+        if self.kind == "diagonal":
+            diag = self.diag_fn(params, k, dtype, data, device)
+            return apply_diagonal_unchecked(state, diag.conj() if adjoint else diag, wires, n)
+        if self.kind == "controlled":
+            c = self.n_controls
+            m = self.target.matrix_fn(params, k - c, dtype, data, device)
+            if adjoint:
+                m = m.conj().transpose(-1, -2)
+            return apply_controlled_unchecked(state, m, tuple(wires[:c]), tuple(wires[c:]), n)
+        m = self.matrix_fn(params, k, dtype, data, device)
+        if adjoint:
+            m = m.conj().transpose(-1, -2)
+        return apply_matrix_unchecked(state, m, wires, n)
+
+
+def _as_params(params, dtype, device):
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    return tuple(p if isinstance(p, torch.Tensor) and p.dtype == real
+                 else torch.as_tensor(p, dtype=real, device=device) for p in params)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers to write matrices batched in their parameters
+def _cplx(x: torch.Tensor, dtype) -> torch.Tensor:
+    return x.to(dtype)
+
+
+def _expi(x: torch.Tensor, dtype) -> torch.Tensor:
+    return torch.polar(torch.ones_like(x), x).to(dtype)
+
+
+def _from_rows(rows, dtype, device):
+    """Stack a nested list of scalars / tensors into (..., d, d)."""
+    shape = torch.Size()
+    for row in rows:
+        for v in row:
+            if isinstance(v, torch.Tensor):
+                shape = torch.broadcast_shapes(shape, v.shape)
+    flat = []
+    for row in rows:
+        for v in row:
+            if not isinstance(v, torch.Tensor):
+                v = torch.full(shape, complex(v), dtype=dtype, device=device)
+            flat.append(v.to(dtype).expand(shape))
+    d = len(rows)
+    return torch.stack(flat, dim=-1).reshape(*shape, d, d)
+
+
+def _const(matrix):
+    arr = np.asarray(matrix, dtype=np.complex128)
+    cache = {}
+
+    def fn(params, k, dtype, data, device):
+        key = (dtype, str(device))
+        if key not in cache:
+            cache[key] = torch.as_tensor(arr, dtype=dtype, device=device)
+        return cache[key]
+    return fn
+
+
+def _const_diag(diag):
+    arr = np.asarray(diag, dtype=np.complex128)
+    cache = {}
+
+    def fn(params, k, dtype, data, device):
+        key = (dtype, str(device))
+        if key not in cache:
+            cache[key] = torch.as_tensor(arr, dtype=dtype, device=device)
+        return cache[key]
+    return fn
+
+
+def _diag_to_matrix(diag_fn):
+    def fn(params, k, dtype, data, device):
+        return torch.diag_embed(diag_fn(params, k, dtype, data, device))
+    return fn
+
+
+def _perm_to_matrix(perm_fn):
+    def fn(params, k, dtype, data, device):
+        perm = perm_fn(k)
+        m = torch.zeros(2 ** k, 2 ** k, dtype=dtype, device=device)
+        m[torch.arange(2 ** k), torch.tensor(perm)] = 1
+        return m
+    return fn
+
+
+def _pauli(label):
+    return {"I": np.eye(2), "X": np.array([[0, 1], [1, 0]]), "Y": np.array([[0, -1j], [1j, 0]]),
+            "Z": np.diag([1.0, -1.0])}[label].astype(np.complex128)
+
+
+def _kron_np(*ms):
+    out = np.eye(1, dtype=np.complex128)
+    for m in ms:
+        out = np.kron(out, m)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# matrix functions of the parametrised gates
+def _rx(p, k, dtype, data, device):
+    c, s = torch.cos(p[0] / 2).to(dtype), torch.sin(p[0] / 2).to(dtype)
+    return _from_rows([[c, -1j * s], [-1j * s, c]], dtype, device)
+
+
+def _ry(p, k, dtype, data, device):
+    c, s = torch.cos(p[0] / 2).to(dtype), torch.sin(p[0] / 2).to(dtype)
+    return _from_rows([[c, -s], [s, c]], dtype, device)
+
+
+def _rz_diag(p, k, dtype, data, device):
+    return torch.stack([_expi(-p[0] / 2, dtype), _expi(p[0] / 2, dtype)], dim=-1)
+
+
+def _phase_diag(p, k, dtype, data, device):
+    e = _expi(p[0], dtype)
+    return torch.stack([torch.ones_like(e), e], dim=-1)
+
+
+def _u3_from(theta, phi, lam, dtype, device):
+    c, s = torch.cos(theta / 2).to(dtype), torch.sin(theta / 2).to(dtype)
+    return _from_rows([[c, -_expi(lam, dtype) * s],
+                       [_expi(phi, dtype) * s, _expi(phi + lam, dtype) * c]], dtype, device)
+
+
+def _u3(p, k, dtype, data, device):
+    return _u3_from(p[0], p[1], p[2], dtype, device)
+
+
+def _u2(p, k, dtype, data, device):
+    half_pi = torch.full_like(p[0], math.pi / 2)
+    return _u3_from(half_pi, p[0], p[1], dtype, device)
+
+
+def _rot(p, k, dtype, data, device):
+    # Rot(φ, θ, ω) = RZ(ω) RY(θ) RZ(φ)
+    phi, theta, omega = p
+    c, s = torch.cos(theta / 2).to(dtype), torch.sin(theta / 2).to(dtype)
+    a, b = (phi + omega) / 2, (phi - omega) / 2
+    return _from_rows([[_expi(-a, dtype) * c, -_expi(b, dtype) * s],
+                       [_expi(-b, dtype) * s, _expi(a, dtype) * c]], dtype, device)
+
+
+def _rxx(p, k, dtype, data, device):
+    c, s = torch.cos(p[0] / 2).to(dtype), (-1j * torch.sin(p[0] / 2)).to(dtype)
+    return _from_rows([[c, 0, 0, s], [0, c, s, 0], [0, s, c, 0], [s, 0, 0, c]], dtype, device)
+
+
+def _ryy(p, k, dtype, data, device):
+    c, s = torch.cos(p[0] / 2).to(dtype), (1j * torch.sin(p[0] / 2)).to(dtype)
+    return _from_rows([[c, 0, 0, s], [0, c, -s, 0], [0, -s, c, 0], [s, 0, 0, c]], dtype, device)
+
+
+def _rzx(p, k, dtype, data, device):
+    # exp(-iθ/2 Z⊗X), Z on the first wire
+    c, s = torch.cos(p[0] / 2).to(dtype), (-1j * torch.sin(p[0] / 2)).to(dtype)
+    return _from_rows([[c, s, 0, 0], [s, c, 0, 0], [0, 0, c, -s], [0, 0, -s, c]], dtype, device)
+
+
+def _multirz_diag(p, k, dtype, data, device):
+    parity = torch.tensor([bin(i).count("1") % 2 for i in range(2 ** k)], device=device)
+    sign = (1 - 2 * parity).to(p[0].dtype)
+    return _expi(-p[0].unsqueeze(-1) * sign / 2, dtype)
+
+
+def _givens(p, k, dtype, data, device, a, b):
+    c, s = torch.cos(p[0] / 2).to(dtype), torch.sin(p[0] / 2).to(dtype)
+    d = 2 ** k
+    rows = [[1 if i == j else 0 for j in range(d)] for i in range(d)]
+    rows[a][a], rows[a][b], rows[b][a], rows[b][b] = c, -s, s, c
+    return _from_rows(rows, dtype, device)
+
+
+def _single_excitation(p, k, dtype, data, device):
+    return _givens(p, k, dtype, data, device, 1, 2)
+
+
+def _double_excitation(p, k, dtype, data, device):
+    return _givens(p, k, dtype, data, device, 3, 12)
+
+
+def _givens_generator(d, a, b):
+    g = np.zeros((d, d), dtype=np.complex128)
+    g[a, b], g[b, a] = -0.5j, 0.5j
+    return g
+
+
+def _qubit_unitary(p, k, dtype, data, device):
+    return data.to(dtype=dtype, device=device)
+
+
+def _diagonal_unitary(p, k, dtype, data, device):
+    return data.to(dtype=dtype, device=device)
+
+
+def _mcx_perm(k):
+    d = 2 ** k
+    perm = list(range(d))
+    perm[d - 2], perm[d - 1] = d - 1, d - 2
+    return tuple(perm)
+
+
+# ---------------------------------------------------------------------------------------------
+# constructors for the table
+def _fixed(name, matrix, **kw):
+    return Gate(name, n_wires=int(round(math.log2(len(matrix)))), n_params=0, matrix_fn=_const(matrix), **kw)
+
+
+def _diag_gate(name, n_wires, n_params, diag_fn, **kw):
+    return Gate(name, n_wires=n_wires, n_params=n_params, matrix_fn=_diag_to_matrix(diag_fn),
+                kind="diagonal", diag_fn=diag_fn, **kw)
+
+
+def _perm_gate(name, n_wires, perm_fn, **kw):
+    return Gate(name, n_wires=n_wires, n_params=0, matrix_fn=_perm_to_matrix(perm_fn),
+                kind="permutation", perm_fn=perm_fn, self_inverse=True, **kw)
+
+
+def _spectrum_of(g: np.ndarray) -> tuple:
+    return tuple(np.round(np.linalg.eigvalsh(g), 12).tolist())
+
+
+def controlled(gate: Gate, n_controls: int = 1, name: Optional[str] = None) -> Gate:
+    """The gate acting on its target wires only where all of the first ``n_controls`` wires are 1."""
+    if not isinstance(gate, Gate):
+        raise TypeError(f"controlled: expected a Gate, got {type(gate).__name__}")
+    if not isinstance(n_controls, int) or n_controls < 1:
+        raise ValueError(f"controlled({gate.name}): n_controls must be a positive int, got {n_controls!r}")
+    if gate.n_wires is None:
+        raise ValueError(f"controlled({gate.name}): the target gate must have a fixed number of wires")
+    base, c = gate, n_controls
+    if gate.n_controls:
+        base, c = gate.target, gate.n_controls + n_controls
+    kt = base.n_wires
+    k = kt + c
+    name = name or ("C" * c + base.name)
+
+    def matrix_fn(p, kk, dtype, data, device):
+        u = base.matrix_fn(p, kt, dtype, data, device)
+        lead = u.shape[:-2]
+        d, dt = 2 ** k, 2 ** kt
+        eye = torch.eye(d, dtype=dtype, device=device).expand(*lead, d, d).clone()
+        eye[..., d - dt:, d - dt:] = u
+        return eye
+
+    gen_fn = None
+    if base.generator_fn is not None:
+        def gen_fn(kk):
+            proj = np.zeros((2 ** c, 2 ** c))
+            proj[-1, -1] = 1
+            return np.kron(proj, base.generator_fn(kt))
+    spectra = tuple(tuple(sorted(set(s) | {0.0})) for s in base.spectra)
+    common = dict(n_wires=k, n_params=base.n_params, spectra=spectra, self_inverse=base.self_inverse,
+                  param_names=base.param_names, n_controls=c, target=base, generator_fn=gen_fn,
+                  takes_data=base.takes_data, doc=f"{base.name} controlled by {c} wire(s)")
+    if base.kind == "diagonal":
+        def diag_fn(p, kk, dtype, data, device):
+            dt = base.diag_fn(p, kt, dtype, data, device)
+            ones = torch.ones(*dt.shape[:-1], 2 ** k - 2 ** kt, dtype=dtype, device=device)
+            return torch.cat([ones, dt], dim=-1)
+        return Gate(name, matrix_fn=_diag_to_matrix(diag_fn), kind="diagonal", diag_fn=diag_fn, **common)
+    if base.kind == "permutation":
+        def perm_fn(kk):
+            tp = base.perm_fn(kt)
+            off = 2 ** k - 2 ** kt
+            return tuple(range(off)) + tuple(off + t for t in tp)
+        return Gate(name, matrix_fn=_perm_to_matrix(perm_fn), kind="permutation", perm_fn=perm_fn, **common)
+    return Gate(name, matrix_fn=matrix_fn, kind="controlled", **common)
+
+
+HALF = (-0.5, 0.5)
+PHASE_SPEC = (-1.0, 0.0)
+_S2 = 1 / math.sqrt(2)
+
+I = _fixed("I", np.eye(2), self_inverse=True)
+X = _perm_gate("X", 1, lambda k: (1, 0))
+Y = _fixed("Y", _pauli("Y"), self_inverse=True)
+Z = _diag_gate("Z", 1, 0, _const_diag([1, -1]), self_inverse=True)
+H = _fixed("H", np.array([[1, 1], [1, -1]]) * _S2, self_inverse=True)
+S = _diag_gate("S", 1, 0, _const_diag([1, 1j]))
+SDG = _diag_gate("SDG", 1, 0, _const_diag([1, -1j]))
+T = _diag_gate("T", 1, 0, _const_diag([1, np.exp(1j * np.pi / 4)]))
+TDG = _diag_gate("TDG", 1, 0, _const_diag([1, np.exp(-1j * np.pi / 4)]))
+SX = _fixed("SX", np.array([[1 + 1j, 1 - 1j], [1 - 1j, 1 + 1j]]) / 2)
+SXDG = _fixed("SXDG", np.array([[1 - 1j, 1 + 1j], [1 + 1j, 1 - 1j]]) / 2)
+
+RX = Gate("RX", 1, 1, _rx, generator_fn=lambda k: _pauli("X") / 2, spectra=(HALF,), param_names=("theta",))
+RY = Gate("RY", 1, 1, _ry, generator_fn=lambda k: _pauli("Y") / 2, spectra=(HALF,), param_names=("theta",))
+RZ = _diag_gate("RZ", 1, 1, _rz_diag, generator_fn=lambda k: _pauli("Z") / 2, spectra=(HALF,),
+                param_names=("theta",))
+P = _diag_gate("P", 1, 1, _phase_diag, generator_fn=lambda k: np.diag([0.0, -1.0]).astype(complex),
+               spectra=(PHASE_SPEC,), param_names=("lambda",))
+ROT = Gate("ROT", 1, 3, _rot, spectra=(HALF, HALF, HALF), param_names=("phi", "theta", "omega"))
+U2 = Gate("U2", 1, 2, _u2, spectra=(PHASE_SPEC, PHASE_SPEC), param_names=("phi", "lambda"))
+U3 = Gate("U3", 1, 3, _u3, spectra=(HALF, PHASE_SPEC, PHASE_SPEC), param_names=("theta", "phi", "lambda"))
+
+CNOT = controlled(X, 1, "CNOT")
+CY = controlled(Y, 1, "CY")
+CZ = controlled(Z, 1, "CZ")
+CH = controlled(H, 1, "CH")
+SWAP = _perm_gate("SWAP", 2, lambda k: (0, 2, 1, 3))
+ISWAP = _fixed("ISWAP", np.array([[1, 0, 0, 0], [0, 0, 1j, 0], [0, 1j, 0, 0], [0, 0, 0, 1]]))
+CP = controlled(P, 1, "CP")
+CRX = controlled(RX, 1, "CRX")
+CRY = controlled(RY, 1, "CRY")
+CRZ = controlled(RZ, 1, "CRZ")
+CROT = controlled(ROT, 1, "CROT")
+CU3 = controlled(U3, 1, "CU3")
+RXX = Gate("RXX", 2, 1, _rxx, generator_fn=lambda k: _kron_np(_pauli("X"), _pauli("X")) / 2,
+           spectra=(HALF,), param_names=("theta",))
+RYY = Gate("RYY", 2, 1, _ryy, generator_fn=lambda k: _kron_np(_pauli("Y"), _pauli("Y")) / 2,
+           spectra=(HALF,), param_names=("theta",))
+RZZ = _diag_gate("RZZ", 2, 1, _multirz_diag, generator_fn=lambda k: _kron_np(_pauli("Z"), _pauli("Z")) / 2,
+                 spectra=(HALF,), param_names=("theta",))
+RZX = Gate("RZX", 2, 1, _rzx, generator_fn=lambda k: _kron_np(_pauli("Z"), _pauli("X")) / 2,
+           spectra=(HALF,), param_names=("theta",))
+SINGLE_EXCITATION = Gate("SINGLEEXCITATION", 2, 1, _single_excitation,
+                         generator_fn=lambda k: _givens_generator(4, 1, 2), spectra=(HALF,),
+                         param_names=("theta",), doc="Givens rotation of |01>, |10> (PennyLane convention)")
+TOFFOLI = controlled(X, 2, "TOFFOLI")
+CCZ = controlled(Z, 2, "CCZ")
+CSWAP = controlled(SWAP, 1, "CSWAP")
+MULTIRZ = _diag_gate("MULTIRZ", None, 1, _multirz_diag,
+                     generator_fn=lambda k: np.diag([(-1.0) ** bin(i).count("1") / 2 for i in range(2 ** k)])
+                     .astype(complex), spectra=(HALF,), param_names=("theta",))
+MULTICONTROLLEDX = _perm_gate("MULTICONTROLLEDX", None, _mcx_perm, min_wires=2,
+                              doc="X on the last wire, controlled by all the others")
+QUBIT_UNITARY = Gate("QUBITUNITARY", None, 0, _qubit_unitary, takes_data=True)
+DIAGONAL_UNITARY = _diag_gate("DIAGONALUNITARY", None, 0, _diagonal_unitary, takes_data=True)
+DOUBLE_EXCITATION = Gate("DOUBLEEXCITATION", 4, 1, _double_excitation,
+                         generator_fn=lambda k: _givens_generator(16, 3, 12), spectra=(HALF,),
+                         param_names=("theta",), doc="Givens rotation of |0011>, |1100> (PennyLane convention)")
+
+GATES: dict[str, Gate] = {g.name: g for g in [
+    I, X, Y, Z, H, S, SDG, T, TDG, SX, SXDG, P, RX, RY, RZ, ROT, U2, U3,
+    CNOT, CY, CZ, CH, SWAP, ISWAP, CP, CRX, CRY, CRZ, CROT, CU3, RXX, RYY, RZZ, RZX,
+    SINGLE_EXCITATION, TOFFOLI, CCZ, CSWAP, MULTIRZ, MULTICONTROLLEDX, QUBIT_UNITARY,
+    DIAGONAL_UNITARY, DOUBLE_EXCITATION]}
+
+ALIASES = {"CX": "CNOT", "CCX": "TOFFOLI", "PHASE": "P", "U1": "P", "ID": "I", "MCX": "MULTICONTROLLEDX",
+           "FREDKIN": "CSWAP", "CPHASE": "CP", "U": "U3"}
+
+
+def get_gate(name) -> Gate:
+    """Look a gate up by name or alias, case-insensitively."""
+    if isinstance(name, Gate):
+        return name
+    key = str(name).upper().replace("_", "")
+    key = ALIASES.get(key, key)
+    if key not in GATES:
+        raise ValueError(f"unknown gate {name!r}; known gates: {', '.join(sorted(GATES))}")
+    return GATES[key]
+
+
+def check_unitary(matrix: torch.Tensor, what: str = "QubitUnitary") -> None:
+    """Raise ValueError when ``matrix`` (…, d, d) is not unitary within :data:`UNITARY_ATOL`."""
+    if matrix.dim() < 2 or matrix.shape[-1] != matrix.shape[-2]:
+        raise ValueError(f"{what}: matrix must be square, got shape {tuple(matrix.shape)}")
+    d = matrix.shape[-1]
+    if d & (d - 1) or d < 2:
+        raise ValueError(f"{what}: matrix size {d} is not a power of two >= 2")
+    m = matrix if matrix.is_complex() else matrix.to(COMPLEX_OF.get(matrix.dtype, torch.complex128))
+    tol = UNITARY_ATOL.get(m.dtype, 1e-5)
+    eye = torch.eye(d, dtype=m.dtype, device=m.device)
+    err = (m @ m.conj().transpose(-1, -2) - eye).abs().max()
+    if not torch.isfinite(err) or err > tol:
+        raise ValueError(f"{what}: matrix is not unitary (max |U U^dagger - I| = {float(err):.3g} > {tol:g})")
+
+
+def with_name(gate: Gate, name: str) -> Gate:
+    return replace(gate, name=name)

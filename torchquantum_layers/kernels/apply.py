@@ -1,0 +1,269 @@
+"""Pure functions that apply an operator to some wires of a batched state ``(B, 2**n)``.
+
+Kernels see only (matrix, wires): never a gate name. None of them permutes all n axes
+on the common paths: a block of contiguous wires is viewed as ``(B*L, d, R)`` and hit with one
+GEMM, diagonals are one broadcast multiply, permutations one gather.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import torch
+
+from .state import n_wires_of
+
+# A block whose trailing part is this small is widened to a row GEMM (measured: BLAS is
+# slow on many tiny (d, R) right-hand sides, fast on (rows, ≤8) @ (8, 8)).
+_ROW_GEMM_MAX = 8
+
+
+def check_wires(wires, n_wires: int, what: str = "operator") -> tuple:
+    """Validate a wire tuple against n_wires; names what is at fault."""
+    if isinstance(wires, int):
+        wires = (wires,)
+    wires = tuple(wires)
+    for w in wires:
+        if not isinstance(w, int) or isinstance(w, bool):
+            raise TypeError(f"{what}: wire {w!r} is not an int")
+        if w < 0 or w >= n_wires:
+            raise ValueError(f"{what}: wire {w} is out of range for {n_wires} wires")
+    if len(set(wires)) != len(wires):
+        raise ValueError(f"{what}: repeated wires {wires}")
+    return wires
+
+
+def kron(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Kronecker product of the last two axes, batched over leading axes."""
+    da0, da1 = a.shape[-2:]
+    db0, db1 = b.shape[-2:]
+    out = a[..., :, None, :, None] * b[..., None, :, None, :]
+    return out.reshape(*out.shape[:-4], da0 * db0, da1 * db1)
+
+
+def reorder_matrix(matrix: torch.Tensor, perm) -> torch.Tensor:
+    """Re-express a k-wire matrix acting on wires (w_0..w_{k-1}) on wires (w_perm[0], ...)."""
+    k = len(perm)
+    lead = matrix.shape[:-2]
+    t = matrix.reshape(*lead, *([2] * (2 * k)))
+    nl = len(lead)
+    axes = list(range(nl)) + [nl + p for p in perm] + [nl + k + p for p in perm]
+    return t.permute(axes).reshape(*lead, 2 ** k, 2 ** k)
+
+
+def reorder_vector(vec: torch.Tensor, perm) -> torch.Tensor:
+    k = len(perm)
+    lead = vec.shape[:-1]
+    t = vec.reshape(*lead, *([2] * k))
+    nl = len(lead)
+    return t.permute(list(range(nl)) + [nl + p for p in perm]).reshape(*lead, 2 ** k)
+
+
+def _sorted(wires):
+    perm = sorted(range(len(wires)), key=lambda i: wires[i])
+    return tuple(wires[i] for i in perm), perm
+
+
+def expand_to_span(matrix: torch.Tensor, wires) -> tuple[torch.Tensor, tuple]:
+    """Widen a matrix on sorted wires to the contiguous span they cover (identity on the gaps)."""
+    span = tuple(range(wires[0], wires[-1] + 1))
+    gaps = [w for w in span if w not in wires]
+    if not gaps:
+        return matrix, span
+    eye = torch.eye(2 ** len(gaps), dtype=matrix.dtype, device=matrix.device)
+    wide = kron(matrix, eye)
+    order = list(wires) + gaps
+    perm = [order.index(w) for w in span]
+    return reorder_matrix(wide, perm), span
+
+
+def _broadcast_batch(state: torch.Tensor, op: torch.Tensor, op_batched: bool):
+    if op_batched and op.shape[0] != state.shape[0]:
+        if state.shape[0] == 1:
+            state = state.expand(op.shape[0], -1)
+        elif op.shape[0] != 1:
+            raise ValueError(f"per-sample operator batch {op.shape[0]} does not match state batch "
+                             f"{state.shape[0]}")
+    return state
+
+
+def apply_block(state: torch.Tensor, matrix: torch.Tensor, first: int, k: int, n: int) -> torch.Tensor:
+    """Apply a (d, d) or (B, d, d) matrix to the contiguous wires first..first+k-1."""
+    if matrix.dim() == 3 and matrix.shape[0] == 1:
+        matrix = matrix[0]
+    batched = matrix.dim() == 3
+    state = _broadcast_batch(state, matrix, batched)
+    B = state.shape[0]
+    d = 2 ** k
+    L = 2 ** first
+    R = 2 ** (n - first - k)
+    if 1 < R and d * R <= _ROW_GEMM_MAX:
+        matrix = kron(matrix, torch.eye(R, dtype=matrix.dtype, device=matrix.device))
+        d, R = d * R, 1
+    if not batched:
+        if R == 1:
+            return (state.reshape(B * L, d) @ matrix.transpose(-1, -2)).reshape(B, -1)
+        return torch.matmul(matrix, state.reshape(B * L, d, R)).reshape(B, -1)
+    if R == 1:
+        return torch.bmm(state.reshape(B, L, d), matrix.transpose(1, 2)).reshape(B, -1)
+    return torch.matmul(matrix.unsqueeze(1), state.reshape(B, L, d, R)).reshape(B, -1)
+
+
+def _apply_matrix_moved(state, matrix, wires, n):
+    """General path for scattered wires: bring them together, one GEMM, move back."""
+    batched = matrix.dim() == 3
+    state = _broadcast_batch(state, matrix, batched)
+    B = state.shape[0]
+    k = len(wires)
+    src = [w + 1 for w in wires]
+    dst = list(range(n - k + 1, n + 1))
+    x = state.reshape(B, *([2] * n)).movedim(src, dst).reshape(B, -1, 2 ** k)
+    y = x @ matrix.transpose(-1, -2)
+    return y.reshape(B, *([2] * n)).movedim(dst, src).reshape(B, -1)
+
+
+# widening a scattered gate to its span costs 2**span MACs per amplitude: worth it up to here
+_MAX_SPAN = 4
+
+
+def apply_matrix_unchecked(state, matrix, wires, n):
+    wires = tuple(wires)
+    k = len(wires)
+    sw, perm = _sorted(wires)
+    if sw != wires:
+        matrix = reorder_matrix(matrix, perm)
+    if sw[-1] - sw[0] + 1 != k:
+        if sw[-1] - sw[0] + 1 <= _MAX_SPAN:
+            matrix, sw = expand_to_span(matrix, sw)
+            k = len(sw)
+        else:
+            return _apply_matrix_moved(state, matrix, sw, n)
+    return apply_block(state, matrix, sw[0], k, n)
+
+
+def apply_matrix(state: torch.Tensor, matrix: torch.Tensor, wires) -> torch.Tensor:
+    """Apply a dense k-wire matrix, shared ``(2^k, 2^k)`` or per sample ``(B, 2^k, 2^k)``.
+
+    ``wires`` may be in any order; ``matrix`` is written in that order (its first wire is the
+    most significant bit of its row index).
+    """
+    n = n_wires_of(state)
+    wires = check_wires(wires, n, "apply_matrix")
+    d = 2 ** len(wires)
+    if matrix.dim() not in (2, 3) or matrix.shape[-2:] != (d, d):
+        raise ValueError(f"apply_matrix: matrix of shape {tuple(matrix.shape)} does not act on "
+                         f"{len(wires)} wires (expected ({d}, {d}) or (B, {d}, {d}))")
+    if matrix.dtype != state.dtype or matrix.device != state.device:
+        raise TypeError(f"apply_matrix: matrix is {matrix.dtype} on {matrix.device} but the state is "
+                        f"{state.dtype} on {state.device}")
+    return apply_matrix_unchecked(state, matrix, wires, n)
+
+
+def apply_diagonal_unchecked(state, diag, wires, n):
+    wires = tuple(wires)
+    sw, perm = _sorted(wires)
+    if sw != wires:
+        diag = reorder_vector(diag, perm)
+    batched = diag.dim() == 2
+    state = _broadcast_batch(state, diag, batched)
+    B = state.shape[0]
+    if sw[-1] - sw[0] + 1 == len(sw):
+        d = 2 ** len(sw)
+        L, R = 2 ** sw[0], 2 ** (n - sw[-1] - 1)
+        shape = (diag.shape[0] if batched else 1, 1, d, 1)
+        return (state.reshape(B, L, d, R) * diag.reshape(shape)).reshape(B, -1)
+    shape = [diag.shape[0] if batched else 1] + [2 if i in sw else 1 for i in range(n)]
+    return (state.reshape(B, *([2] * n)) * diag.reshape(shape)).reshape(B, -1)
+
+
+def apply_diagonal(state: torch.Tensor, diag: torch.Tensor, wires) -> torch.Tensor:
+    """Multiply by a diagonal operator given by its ``(2^k,)`` or ``(B, 2^k)`` diagonal."""
+    n = n_wires_of(state)
+    wires = check_wires(wires, n, "apply_diagonal")
+    d = 2 ** len(wires)
+    if diag.dim() not in (1, 2) or diag.shape[-1] != d:
+        raise ValueError(f"apply_diagonal: diagonal of shape {tuple(diag.shape)} does not act on "
+                         f"{len(wires)} wires (expected ({d},) or (B, {d}))")
+    return apply_diagonal_unchecked(state, diag, wires, n)
+
+
+@lru_cache(maxsize=512)
+def _span_permutation(perm: tuple, wires: tuple, device_str: str):
+    """Index vector over the span of sorted ``wires`` for a local permutation ``perm``."""
+    span = range(wires[0], wires[-1] + 1)
+    s = len(span)
+    k = len(wires)
+    idx = torch.arange(2 ** s)
+    # bit of wire w inside the span index: position (s - 1 - (w - wires[0]))
+    local = torch.zeros_like(idx)
+    for j, w in enumerate(wires):
+        bit = (idx >> (s - 1 - (w - wires[0]))) & 1
+        local |= bit << (k - 1 - j)
+    src_local = torch.tensor(perm)[local]
+    src = idx.clone()
+    for j, w in enumerate(wires):
+        shift = s - 1 - (w - wires[0])
+        src &= ~(1 << shift)
+        src |= ((src_local >> (k - 1 - j)) & 1) << shift
+    return src.to(device_str)
+
+
+def apply_permutation_unchecked(state, perm, wires, n):
+    """``new[i] = old[perm[i]]`` in the local basis of ``wires``."""
+    wires = tuple(wires)
+    sw, order = _sorted(wires)
+    perm = tuple(int(p) for p in perm)
+    if sw != wires:
+        perm = tuple(reorder_vector(torch.tensor(perm), order).tolist())
+        # perm values are local indices in the old wire order: relabel them too
+        perm = tuple(_relabel(p, order) for p in perm)
+    index = _span_permutation(perm, sw, str(state.device))
+    B = state.shape[0]
+    L, R = 2 ** sw[0], 2 ** (n - sw[-1] - 1)
+    return state.reshape(B, L, index.shape[0], R).index_select(2, index).reshape(B, -1)
+
+
+def _relabel(value: int, order) -> int:
+    k = len(order)
+    bits = [(value >> (k - 1 - j)) & 1 for j in range(k)]
+    out = 0
+    for i in range(k):
+        out = (out << 1) | bits[order[i]]
+    return out
+
+
+def apply_permutation(state: torch.Tensor, perm, wires) -> torch.Tensor:
+    """Permute basis states of ``wires``: the new amplitude of local index i is the old one of perm[i]."""
+    n = n_wires_of(state)
+    wires = check_wires(wires, n, "apply_permutation")
+    d = 2 ** len(wires)
+    perm = [int(p) for p in perm]
+    if sorted(perm) != list(range(d)):
+        raise ValueError(f"apply_permutation: {perm} is not a permutation of range({d})")
+    return apply_permutation_unchecked(state, perm, wires, n)
+
+
+def apply_controlled_unchecked(state, matrix, controls, targets, n):
+    """Apply ``matrix`` on ``targets`` only where every control wire is 1."""
+    batched = matrix.dim() == 3
+    state = _broadcast_batch(state, matrix, batched)
+    B = state.shape[0]
+    view = state.reshape(B, *([2] * n))
+    index = (slice(None),) + tuple(1 if i in controls else slice(None) for i in range(n))
+    sub_wires = [i for i in range(n) if i not in controls]
+    sub_targets = tuple(sub_wires.index(t) for t in targets)
+    block = view[index].reshape(B, -1)
+    new_block = apply_matrix_unchecked(block, matrix, sub_targets, n - len(controls))
+    out = state.clone()
+    out.reshape(B, *([2] * n))[index] = new_block.reshape(view[index].shape)
+    return out
+
+
+def apply_controlled(state: torch.Tensor, matrix: torch.Tensor, controls, targets) -> torch.Tensor:
+    """Controlled block: ``matrix`` acts on ``targets`` in the subspace where all controls are 1."""
+    n = n_wires_of(state)
+    controls = check_wires(controls, n, "apply_controlled")
+    targets = check_wires(targets, n, "apply_controlled")
+    if set(controls) & set(targets):
+        raise ValueError(f"apply_controlled: wires {sorted(set(controls) & set(targets))} are both "
+                         f"control and target")
+    return apply_controlled_unchecked(state, matrix, controls, targets, n)

@@ -1,0 +1,384 @@
+"""``Circuit``: an ``nn.Module`` holding a list of gate operations and its trainable angles.
+
+Every builder method (``c.rx``, ``c.cnot`` …) is generated from the gate table. An angle is a
+fixed number, a trainable entry of ``c.weights`` (a :class:`Param`), or a column of the input
+features (an :class:`Input`), so one circuit encodes a whole batch.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import torch
+from torch import nn
+
+from . import gates as G
+from .kernels.apply import check_wires
+from .kernels.state import COMPLEX_OF, REAL_OF, check_allocation, n_wires_of
+
+
+@dataclass(frozen=True)
+class Param:
+    """Angle = ``scale * circuit.weights[index]``; the same Param may feed several gates."""
+    index: int
+    scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class Input:
+    """Angle = ``scale * x[:, column]`` (per-sample), optionally plus ``offset``."""
+    column: int
+    scale: float = 1.0
+
+
+Angle = Union[float, Param, Input]
+
+
+@dataclass(frozen=True)
+class Op:
+    gate: G.Gate
+    wires: tuple
+    angles: tuple = ()
+    data_key: Optional[str] = None   # buffer name holding a QubitUnitary/DiagonalUnitary matrix
+    adjoint: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.gate.name + ("†" if self.adjoint and not self.gate.self_inverse else "")
+
+
+_INIT = ("uniform", "normal", "zeros", "small")
+
+
+class Circuit(nn.Module):
+    """A parametrised quantum circuit on ``n_wires`` qubits.
+
+    ``c(x=None, state=None)`` returns the final states ``(B, 2**n)``; B comes from ``x`` or
+    ``state`` (1 if neither is given). ``fuse`` merges runs of gates into blocks of at most
+    ``max_fused_wires`` wires applied as one matrix product each (exact to float rounding).
+    """
+
+    def __init__(self, n_wires: int, *, fuse: bool = True, max_fused_wires: Optional[int] = None,
+                 dtype=None):
+        super().__init__()
+        if not isinstance(n_wires, int) or isinstance(n_wires, bool) or n_wires < 1:
+            raise ValueError(f"Circuit: n_wires must be a positive int, got {n_wires!r}")
+        self.n_wires = n_wires
+        self.ops: list[Op] = []
+        self.fuse = fuse
+        self.max_fused_wires = max_fused_wires
+        real = torch.float32
+        if dtype is not None:
+            real = REAL_OF[dtype] if dtype in REAL_OF else dtype
+        self.weights = nn.Parameter(torch.zeros(0, dtype=real))
+        # follows .double()/.float()/.to(device): sets the simulation dtype and device
+        self.register_buffer("_real_marker", torch.zeros((), dtype=real), persistent=False)
+        self._n_data = 0
+        self._plan_cache = None
+
+    # -- dtype / device -----------------------------------------------------------------------
+    @property
+    def dtype(self) -> torch.dtype:
+        return COMPLEX_OF[self._real_marker.dtype]
+
+    @property
+    def device(self) -> torch.device:
+        return self._real_marker.device
+
+    # -- building -----------------------------------------------------------------------------
+    def parameter(self, init: Union[float, str] = "uniform", scale: float = 1.0) -> Param:
+        """Add one trainable angle and return a reference usable in several gates."""
+        if isinstance(init, str):
+            if init not in _INIT:
+                raise ValueError(f"Circuit.parameter: init must be a number or one of {_INIT}, got {init!r}")
+            value = {"uniform": lambda: torch.rand(()) * 2 * math.pi,
+                     "normal": lambda: torch.randn(()),
+                     "small": lambda: torch.randn(()) * 0.01,
+                     "zeros": lambda: torch.zeros(())}[init]()
+        else:
+            value = torch.as_tensor(float(init))
+            if not torch.isfinite(value):
+                raise ValueError(f"Circuit.parameter: init {init!r} is not finite")
+        with torch.no_grad():
+            new = torch.cat([self.weights.detach(), value.reshape(1).to(self.weights)])
+        self.weights = nn.Parameter(new, requires_grad=self.weights.requires_grad)
+        self._plan_cache = None
+        return Param(new.shape[0] - 1, float(scale))
+
+    def add(self, gate, wires, *angles, trainable: bool = False, input=None, scale: float = 1.0,
+            init: Union[float, str] = "uniform", matrix=None) -> "Circuit":
+        """Append ``gate`` on ``wires``. Angles: positional values/Param/Input, or
+        ``trainable=True`` (new parameters, ``init``), or ``input=col`` / ``input=(c0, c1, ...)``."""
+        gate = G.get_gate(gate)
+        wires = (wires,) if isinstance(wires, int) else tuple(wires)
+        wires = check_wires(wires, self.n_wires, f"{gate.name}")
+        if gate.n_wires is not None and len(wires) != gate.n_wires:
+            raise ValueError(f"{gate.name} acts on {gate.n_wires} wire(s), got wires {wires}")
+        if len(wires) < gate.min_wires:
+            raise ValueError(f"{gate.name} needs at least {gate.min_wires} wires, got {wires}")
+        angles = self._resolve_angles(gate, angles, trainable, input, scale, init)
+        data_key = None
+        if gate.takes_data:
+            data_key = self._store_data(gate, wires, matrix)
+        elif matrix is not None:
+            raise ValueError(f"{gate.name} takes no matrix")
+        self.ops.append(Op(gate, wires, angles, data_key))
+        self._plan_cache = None
+        return self
+
+    def _resolve_angles(self, gate, angles, trainable, input, scale, init):
+        n = gate.n_params
+        given = sum(x is not None for x in (trainable or None, input))
+        if given > 1 or (given and angles):
+            raise ValueError(f"{gate.name}: give angles positionally, or trainable=True, or input=, not several")
+        if trainable:
+            angles = tuple(self.parameter(init, scale) for _ in range(n))
+        elif input is not None:
+            cols = (input,) if isinstance(input, int) else tuple(input)
+            if len(cols) != n:
+                raise ValueError(f"{gate.name} takes {n} parameter(s) but input= names {len(cols)} column(s)")
+            for c in cols:
+                if not isinstance(c, int) or c < 0:
+                    raise ValueError(f"{gate.name}: input column {c!r} must be a non-negative int")
+            angles = tuple(Input(c, float(scale)) for c in cols)
+        if len(angles) != n:
+            raise ValueError(f"{gate.name} takes {n} parameter(s), got {len(angles)}")
+        out = []
+        for a in angles:
+            if isinstance(a, (Param, Input)):
+                if isinstance(a, Param) and not 0 <= a.index < self.weights.shape[0]:
+                    raise ValueError(f"{gate.name}: Param index {a.index} does not exist in this circuit")
+                out.append(a)
+                continue
+            if isinstance(a, torch.Tensor):
+                if a.numel() != 1:
+                    raise TypeError(f"{gate.name}: a fixed angle must be a number, got a tensor of shape "
+                                    f"{tuple(a.shape)}")
+                a = a.item()
+            if not isinstance(a, (int, float)) or isinstance(a, bool):
+                raise TypeError(f"{gate.name}: angle {a!r} is not a number, Param or Input")
+            if not math.isfinite(a):
+                raise ValueError(f"{gate.name}: angle {a!r} is not finite")
+            out.append(float(a))
+        return tuple(out)
+
+    def _store_data(self, gate, wires, matrix):
+        if matrix is None:
+            raise ValueError(f"{gate.name} needs matrix=")
+        m = torch.as_tensor(matrix)
+        if not m.is_complex():
+            m = m.to(torch.complex128)
+        d = 2 ** len(wires)
+        if gate.kind == "diagonal":
+            if m.shape != (d,):
+                raise ValueError(f"{gate.name} on wires {wires} needs a diagonal of shape ({d},), got {tuple(m.shape)}")
+            if not torch.allclose(m.abs(), torch.ones_like(m.abs()), atol=G.UNITARY_ATOL[m.dtype]):
+                raise ValueError(f"{gate.name}: diagonal entries must have modulus 1")
+        else:
+            if m.shape != (d, d):
+                raise ValueError(f"{gate.name} on wires {wires} needs a matrix of shape ({d}, {d}), "
+                                 f"got {tuple(m.shape)}")
+            G.check_unitary(m, gate.name)
+        key = f"_data{self._n_data}"
+        self._n_data += 1
+        self.register_buffer(key, m.to(torch.complex128))
+        return key
+
+    def append(self, other: "Circuit") -> "Circuit":
+        """Append another circuit's operations; its trainable angles are copied in."""
+        if not isinstance(other, Circuit):
+            raise TypeError(f"append: expected a Circuit, got {type(other).__name__}")
+        if other.n_wires > self.n_wires:
+            raise ValueError(f"append: circuit on {other.n_wires} wires does not fit in {self.n_wires}")
+        offset = self.weights.shape[0]
+        with torch.no_grad():
+            new = torch.cat([self.weights.detach(), other.weights.detach().to(self.weights)])
+        self.weights = nn.Parameter(new)
+        for op in other.ops:
+            angles = tuple(Param(a.index + offset, a.scale) if isinstance(a, Param) else a for a in op.angles)
+            key = None
+            if op.data_key is not None:
+                key = f"_data{self._n_data}"
+                self._n_data += 1
+                self.register_buffer(key, getattr(other, op.data_key).clone())
+            self.ops.append(Op(op.gate, op.wires, angles, key, op.adjoint))
+        self._plan_cache = None
+        return self
+
+    def copy(self) -> "Circuit":
+        import copy
+        return copy.deepcopy(self)
+
+    def __add__(self, other: "Circuit") -> "Circuit":
+        return self.copy().append(other)
+
+    def inverse(self) -> "Circuit":
+        """The adjoint circuit; it shares this circuit's ``weights`` Parameter."""
+        inv = Circuit(self.n_wires, fuse=self.fuse, max_fused_wires=self.max_fused_wires)
+        inv.weights = self.weights
+        inv._real_marker = self._real_marker.clone()
+        for name, buf in self.named_buffers():
+            if name.startswith("_data"):
+                inv.register_buffer(name, buf)
+        inv._n_data = self._n_data
+        inv.ops = [Op(op.gate, op.wires, op.angles, op.data_key, not op.adjoint) for op in reversed(self.ops)]
+        return inv
+
+    # -- introspection ------------------------------------------------------------------------
+    @property
+    def num_parameters(self) -> int:
+        return int(self.weights.shape[0])
+
+    @property
+    def n_inputs(self) -> int:
+        """Number of input feature columns the circuit reads (max column + 1)."""
+        cols = [a.column for op in self.ops for a in op.angles if isinstance(a, Input)]
+        return max(cols) + 1 if cols else 0
+
+    @property
+    def depth(self) -> int:
+        level = [0] * self.n_wires
+        for op in self.ops:
+            d = max(level[w] for w in op.wires) + 1
+            for w in op.wires:
+                level[w] = d
+        return max(level) if level else 0
+
+    def count_ops(self) -> dict:
+        return dict(Counter(op.gate.name for op in self.ops))
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def extra_repr(self) -> str:
+        return f"n_wires={self.n_wires}, ops={len(self.ops)}, parameters={self.num_parameters}"
+
+    def __str__(self) -> str:
+        from .drawing import draw_text
+        return draw_text(self)
+
+    def draw(self, style: str = "text", **kwargs):
+        from .drawing import draw_text
+        if style == "text":
+            return draw_text(self)
+        if style == "mpl":
+            from .drawing import draw_mpl
+            return draw_mpl(self, **kwargs)
+        raise ValueError(f"draw: style must be 'text' or 'mpl', got {style!r}")
+
+    # -- running ------------------------------------------------------------------------------
+    def data(self, op: Op):
+        return None if op.data_key is None else getattr(self, op.data_key)
+
+    def prepare(self, x=None, state=None):
+        """Validate inputs; return (x as (B, F) real or None, initial state, squeezed flag)."""
+        dtype, device = self.dtype, self.device
+        squeeze = False
+        if x is not None:
+            if not isinstance(x, torch.Tensor):
+                x = torch.as_tensor(x)
+            if x.is_complex():
+                raise TypeError(f"Circuit: input features must be real, got {x.dtype}")
+            if x.dim() == 1:
+                x, squeeze = x.unsqueeze(0), True
+            if x.dim() != 2:
+                raise ValueError(f"Circuit: input features must have shape (B, F) or (F,), got {tuple(x.shape)}")
+            need = self.n_inputs
+            if x.shape[1] < need:
+                raise ValueError(f"Circuit: gates read input column {need - 1} but x has only "
+                                 f"{x.shape[1]} column(s) (shape {tuple(x.shape)})")
+            if x.device != device:
+                raise TypeError(f"Circuit: input x is on {x.device} but the circuit is on {device}")
+            if x.device.type == "cpu" and not torch.isfinite(x).all():
+                raise ValueError("Circuit: input features contain NaN or inf")
+            x = x.to(REAL_OF[dtype])
+        if state is None:
+            batch = x.shape[0] if x is not None else 1
+            check_allocation(self.n_wires, batch, dtype, device)
+            state = torch.zeros(batch, 2 ** self.n_wires, dtype=dtype, device=device)
+            state[:, 0] = 1
+        else:
+            if not isinstance(state, torch.Tensor):
+                raise TypeError(f"Circuit: state must be a tensor, got {type(state).__name__}")
+            if state.dim() == 1:
+                state = state.unsqueeze(0)
+            n = n_wires_of(state)
+            if n != self.n_wires:
+                raise ValueError(f"Circuit: state has {n} qubits (shape {tuple(state.shape)}) but the "
+                                 f"circuit has {self.n_wires} wires")
+            if state.dtype != dtype:
+                raise TypeError(f"Circuit: state dtype {state.dtype} does not match the circuit's {dtype} "
+                                f"(use circuit.double() for complex128 or state.to({dtype}))")
+            if state.device != device:
+                raise TypeError(f"Circuit: state is on {state.device} but the circuit is on {device}")
+            if x is not None and state.shape[0] not in (1, x.shape[0]):
+                raise ValueError(f"Circuit: state batch {state.shape[0]} does not match input batch {x.shape[0]}")
+        return x, state, squeeze
+
+    def angle_values(self, op: Op, x, weights=None):
+        """Real tensors for the op's angles: shape () for shared angles, (B,) for input ones."""
+        w = self.weights if weights is None else weights
+        real = REAL_OF[self.dtype]
+        vals = []
+        for a in op.angles:
+            if isinstance(a, Param):
+                v = w[a.index].to(real)
+                vals.append(v if a.scale == 1.0 else v * a.scale)
+            elif isinstance(a, Input):
+                v = x[:, a.column]
+                vals.append(v if a.scale == 1.0 else v * a.scale)
+            else:
+                vals.append(torch.tensor(a, dtype=real, device=self.device))
+        return tuple(vals)
+
+    def forward(self, x=None, state=None):
+        x, state, _ = self.prepare(x, state)
+        from .engine import run_circuit
+        return run_circuit(self, state, x)
+
+    def unitary(self) -> torch.Tensor:
+        """The circuit's 2^n × 2^n matrix (n ≤ 12), built by running it on every basis state."""
+        if self.n_inputs:
+            raise ValueError("unitary: the circuit reads input features; run it with x instead")
+        if self.n_wires > 12:
+            raise ValueError(f"unitary: {self.n_wires} wires would need a {2 ** self.n_wires}-square matrix; "
+                             f"limit is 12")
+        eye = torch.eye(2 ** self.n_wires, dtype=self.dtype, device=self.device)
+        return self(state=eye).transpose(0, 1)
+
+
+def _builder(gate: G.Gate):
+    k = gate.n_wires
+
+    def method(self, *args, **kwargs):
+        if gate.takes_data:
+            if len(args) == 2 and "matrix" not in kwargs:
+                wires, matrix = args
+            elif len(args) == 1:
+                wires, matrix = args[0], kwargs.pop("matrix", None)
+            else:
+                raise TypeError(f"{gate.name.lower()}(wires, matrix) takes 2 arguments, got {len(args)}")
+            return self.add(gate, wires, matrix=matrix, **kwargs)
+        if k is None:
+            if not args:
+                raise TypeError(f"{gate.name.lower()}: give the wires as a list first")
+            wires, angles = args[0], args[1:]
+        else:
+            if len(args) < k:
+                raise TypeError(f"{gate.name.lower()} acts on {k} wire(s): got {len(args)} positional "
+                                f"argument(s) {args}")
+            wires, angles = args[:k], args[k:]
+        return self.add(gate, wires, *angles, **kwargs)
+
+    argdoc = "wires" if k is None else ", ".join(f"wire{i}" for i in range(k))
+    params = ", ".join(gate.param_names) if gate.param_names else ""
+    method.__doc__ = (f"Append {gate.name} on ({argdoc}){' with angles (' + params + ')' if params else ''}. "
+                      f"{gate.doc}")
+    method.__name__ = gate.name.lower()
+    return method
+
+
+for _name, _gate in {**G.GATES, **{a: G.GATES[t] for a, t in G.ALIASES.items()}}.items():
+    setattr(Circuit, _name.lower(), _builder(_gate))

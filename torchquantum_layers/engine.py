@@ -1,8 +1,13 @@
 """Running a circuit: the fuser turns its ops into steps, the steps call the kernels.
 
-Fusion (as in qsim/qulacs): ops go into the latest block they may legally join (no later block
-touches their wires) while the block stays within ``max_fused_wires`` wires; each block is one
-GEMM. Runs of permutation gates (CNOT rings, SWAP networks) merge into one gather over their span.
+Fusion (as in qsim/qulacs): an op joins the block already holding its wires, or the latest block
+it may legally join (no later block touches its wires), while the block stays within
+``max_fused_wires`` wires; each block is one GEMM. Runs of permutation gates (CNOT rings, SWAP
+networks) merge into one gather over their span.
+
+Python overhead dominates small states, so the matrices of all single-wire ops are computed
+once per call, one vectorised call per (gate, angle kind) group, and each block of single-wire
+ops is assembled from that table by an index, a few batched 2×2 products and a Kronecker product.
 """
 from __future__ import annotations
 
@@ -12,9 +17,8 @@ import torch
 
 from .kernels.apply import apply_matrix_unchecked, kron, reorder_matrix
 
-# Measured on the 2-core CPU (benchmarks/kernels.py): 3-wire blocks (8x8 GEMMs) beat 4 and 5
-# once the python cost of building bigger matrices is counted; see benchmarks/RESULTS.md.
-DEFAULT_MAX_FUSED_WIRES = 3
+# Measured on the 2-core CPU (benchmarks/kernels.py, benchmarks/layers.py): see RESULTS.md.
+DEFAULT_MAX_FUSED_WIRES = 4
 MAX_PERMUTATION_SPAN = 20
 
 
@@ -24,9 +28,33 @@ class Step:
     wires: tuple
     ops: list = field(default_factory=list)
     index_cache: dict = field(default_factory=dict)
+    grid: object = None       # for blocks of single-wire ops: (batched, index tensor, W, P)
 
 
-def build_plan(circuit, fuse=None, max_fused_wires=None):
+@dataclass
+class Group:
+    """Single-wire ops of one gate whose angles are of the same kinds: one matrix_fn call."""
+    gate: object
+    adjoint: bool
+    batched: bool
+    ops: list
+    angle_index: list         # per parameter: ("param", idx, scale) | ("input", cols, scale) | ("fixed", values)
+
+
+@dataclass
+class Plan:
+    steps: list
+    groups: list
+    n_shared: int
+    n_batched: int
+
+
+def _angle_kind(a):
+    from .circuit import Input, Param
+    return "param" if isinstance(a, Param) else "input" if isinstance(a, Input) else "fixed"
+
+
+def build_plan(circuit, fuse=None, max_fused_wires=None) -> Plan:
     fuse = circuit.fuse if fuse is None else fuse
     k = max_fused_wires or circuit.max_fused_wires or DEFAULT_MAX_FUSED_WIRES
     key = (fuse, k, len(circuit.ops))
@@ -34,8 +62,9 @@ def build_plan(circuit, fuse=None, max_fused_wires=None):
     if cache is not None and cache[0] == key:
         return cache[1]
     steps = _fuse(circuit.ops, k) if fuse else [Step("single", op.wires, [op]) for op in circuit.ops]
-    circuit._plan_cache = (key, steps)
-    return steps
+    plan = _tabulate(steps)
+    circuit._plan_cache = (key, plan)
+    return plan
 
 
 def _fuse(ops, k):
@@ -46,9 +75,9 @@ def _fuse(ops, k):
         limit = MAX_PERMUTATION_SPAN if kind == "perm" else k
         f = max((frontier.get(w, -1) for w in op.wires), default=-1)
         chosen = None
-        for b in range(len(blocks) - 1, f - 1, -1):
-            if b < 0:
-                break
+        # the block already holding the op's wires first: keeps blocks compact and contiguous
+        candidates = ([f] if f >= 0 else []) + list(range(len(blocks) - 1, max(f, 0) - 1, -1))
+        for b in candidates:
             blk = blocks[b]
             if blk.kind != kind:
                 continue
@@ -58,10 +87,7 @@ def _fuse(ops, k):
                 chosen = b
                 break
         if chosen is None:
-            if len(op.wires) > limit:
-                blocks.append(Step("single", op.wires, [op]))
-            else:
-                blocks.append(Step(kind, tuple(sorted(op.wires)), [op]))
+            blocks.append(Step("single" if len(op.wires) > limit else kind, tuple(sorted(op.wires)), [op]))
             chosen = len(blocks) - 1
         else:
             blk = blocks[chosen]
@@ -75,10 +101,126 @@ def _fuse(ops, k):
     return blocks
 
 
+def _tabulate(steps) -> Plan:
+    """Group the single-wire ops of single-wire blocks and index each block into the table."""
+    groups: dict = {}
+    where = {}
+    for step in steps:
+        if step.kind != "dense" or any(len(op.wires) != 1 or op.gate.takes_data for op in step.ops):
+            continue
+        for op in step.ops:
+            kinds = tuple(_angle_kind(a) for a in op.angles)
+            key = (op.gate.name, op.adjoint, kinds)
+            if key not in groups:
+                groups[key] = Group(op.gate, op.adjoint, "input" in kinds, [], [])
+            where[id(op)] = (key, len(groups[key].ops))
+            groups[key].ops.append(op)
+    shared = [g for g in groups.values() if not g.batched]
+    batched = [g for g in groups.values() if g.batched]
+    offset = {}
+    pos = 0
+    for g in shared + batched:
+        offset[id(g)] = pos
+        pos += len(g.ops)
+    n_shared = sum(len(g.ops) for g in shared)
+    n_batched = pos - n_shared
+    for g in shared + batched:
+        for j in range(g.gate.n_params):
+            specs = [op.angles[j] for op in g.ops]
+            kind = _angle_kind(specs[0])
+            if kind == "param":
+                g.angle_index.append(("param", torch.tensor([a.index for a in specs]),
+                                      torch.tensor([a.scale for a in specs], dtype=torch.float64)))
+            elif kind == "input":
+                g.angle_index.append(("input", torch.tensor([a.column for a in specs]),
+                                      torch.tensor([a.scale for a in specs], dtype=torch.float64)))
+            else:
+                g.angle_index.append(("fixed", torch.tensor(specs, dtype=torch.float64)))
+    identity = n_shared + n_batched
+    for step in steps:
+        if step.kind != "dense" or not step.ops or id(step.ops[0]) not in where:
+            continue
+        seqs = {w: [] for w in step.wires}
+        batched_block = False
+        for op in step.ops:
+            key, i = where[id(op)]
+            g = groups[key]
+            seqs[op.wires[0]].append(offset[id(g)] + i)
+            batched_block |= g.batched
+        P = max(len(s) for s in seqs.values())
+        idx = [s + [identity] * (P - len(s)) for s in (seqs[w] for w in step.wires)]
+        step.grid = (batched_block, torch.tensor(idx), len(step.wires), P)
+    return Plan(steps, list(shared + batched), n_shared, n_batched)
+
+
+# ------------------------------------------------------------------------------------------------
+# evaluation
+def _group_angles(group, weights, x, real, device):
+    out = []
+    for spec in group.angle_index:
+        if spec[0] == "param":
+            idx, scale = spec[1].to(device), spec[2].to(device=device, dtype=real)
+            out.append(weights.to(real)[idx] * scale)
+        elif spec[0] == "input":
+            idx, scale = spec[1].to(device), spec[2].to(device=device, dtype=real)
+            out.append(x[:, idx] * scale)
+        else:
+            out.append(spec[1].to(device=device, dtype=real))
+    if group.batched:
+        B = x.shape[0]
+        out = [a.expand(B, -1) if a.dim() == 1 else a for a in out]
+    return tuple(out)
+
+
+def single_wire_tables(circuit, plan, x, weights):
+    """(shared (Ms+1, 2, 2), batched (B, Ms+Mb+1, 2, 2) or None): every single-wire op's matrix.
+
+    The last entry of each table is the identity (padding for wires with fewer ops).
+    """
+    if not plan.groups:
+        return None, None
+    dtype, device = circuit.dtype, circuit.device
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    w = circuit.weights if weights is None else weights
+    shared, batched = [], []
+    for g in plan.groups:
+        m = g.gate.matrix_fn(_group_angles(g, w, x, real, device), 1, dtype, None, device)
+        if g.adjoint:
+            m = m.conj().transpose(-1, -2)
+        if m.dim() == 2:          # parameter-free gate: one constant matrix for all its ops
+            m = m.expand(len(g.ops), 2, 2)
+        (batched if g.batched else shared).append(m)
+    eye = torch.eye(2, dtype=dtype, device=device)
+    shared_t = torch.cat(shared + [eye[None]], dim=0) if shared else eye[None]
+    batched_t = None
+    if batched:
+        B = batched[0].shape[0]
+        head = shared_t[:-1].expand(B, -1, 2, 2) if shared else shared_t[:0].expand(B, 0, 2, 2)
+        batched_t = torch.cat([head, *batched, eye.expand(B, 1, 2, 2)], dim=1)
+    return shared_t, batched_t
+
+
+def _grid_matrix(step, tables):
+    batched, idx, W, P = step.grid
+    shared_t, batched_t = tables
+    if batched:
+        # identity sits at the end of each table, shared ops first: remap padding
+        grid = batched_t[:, idx.to(batched_t.device)]         # (B, W, P, 2, 2)
+    else:
+        i = idx.to(shared_t.device).clamp(max=shared_t.shape[0] - 1)
+        grid = shared_t[i]                                    # (W, P, 2, 2)
+    m = grid[..., 0, :, :]
+    for s in range(1, P):
+        m = grid[..., s, :, :] @ m
+    out = m[..., 0, :, :]
+    for i in range(1, W):
+        out = kron(out, m[..., i, :, :])
+    return out
+
+
 def _embed(m, positions, n_block):
     """Matrix on block positions ``positions`` widened to all ``n_block`` block wires."""
-    k = len(positions)
-    if k == n_block and list(positions) == list(range(n_block)):
+    if len(positions) == n_block and list(positions) == list(range(n_block)):
         return m
     rest = [i for i in range(n_block) if i not in positions]
     eye = torch.eye(2 ** len(rest), dtype=m.dtype, device=m.device)
@@ -93,16 +235,12 @@ def op_matrix(circuit, op, x, weights=None):
     return m.conj().transpose(-1, -2) if op.adjoint else m
 
 
-def block_matrix(circuit, step, x, weights=None):
-    """Product of the block's ops as one (d, d) or (B, d, d) matrix on ``step.wires``.
-
-    Single-wire ops are multiplied per wire first and joined by one Kronecker product, which
-    keeps the number of small matrix products low for layers of rotations.
-    """
+def _general_block_matrix(circuit, step, x, weights):
+    """Product of a block's ops; single-wire runs are multiplied per wire, then one kron."""
     bw = step.wires
     nb = len(bw)
     pos_of = {w: i for i, w in enumerate(bw)}
-    pending: dict[int, torch.Tensor] = {}
+    pending: dict = {}
     total = None
 
     def flush(positions):
@@ -130,34 +268,48 @@ def block_matrix(circuit, step, x, weights=None):
     return total
 
 
-def _perm_index(circuit, step, device):
-    key = str(device)
+def step_matrix(circuit, step, x, weights, tables):
+    if step.grid is not None:
+        return _grid_matrix(step, tables)
+    return _general_block_matrix(circuit, step, x, weights)
+
+
+def perm_index(step, device, inverse=False):
+    key = (str(device), inverse)
     if key not in step.index_cache:
         lo, hi = step.wires[0], step.wires[-1]
         s = hi - lo + 1
         idx = torch.arange(2 ** s, device=device).reshape(1, -1)
         for op in step.ops:
             idx = op.gate.apply(idx, (), tuple(w - lo for w in op.wires), s, adjoint=op.adjoint)
-        step.index_cache[key] = idx.reshape(-1)
+        idx = idx.reshape(-1)
+        if inverse:
+            idx = torch.argsort(idx)
+        step.index_cache[key] = idx
     return step.index_cache[key]
 
 
-def apply_step(circuit, step, state, x, weights=None):
-    n = circuit.n_wires
-    if step.kind == "single":
-        op = step.ops[0]
-        angles = circuit.angle_values(op, x, weights)
-        return op.gate.apply(state, angles, op.wires, n, circuit.data(op), op.adjoint)
-    if step.kind == "perm":
-        idx = _perm_index(circuit, step, state.device)
-        B = state.shape[0]
-        lo, hi = step.wires[0], step.wires[-1]
-        return state.reshape(B, 2 ** lo, idx.shape[0], 2 ** (n - hi - 1)).index_select(2, idx).reshape(B, -1)
-    m = block_matrix(circuit, step, x, weights)
-    return apply_matrix_unchecked(state, m, step.wires, n)
+def apply_perm_step(step, state, n, inverse=False):
+    idx = perm_index(step, state.device, inverse)
+    B = state.shape[0]
+    lo, hi = step.wires[0], step.wires[-1]
+    return state.reshape(B, 2 ** lo, idx.shape[0], 2 ** (n - hi - 1)).index_select(2, idx).reshape(B, -1)
+
+
+def apply_single(circuit, op, state, x, weights, inverse=False):
+    angles = circuit.angle_values(op, x, weights)
+    return op.gate.apply(state, angles, op.wires, circuit.n_wires, circuit.data(op), op.adjoint ^ inverse)
 
 
 def run_circuit(circuit, state, x=None, weights=None, fuse=None):
-    for step in build_plan(circuit, fuse):
-        state = apply_step(circuit, step, state, x, weights)
+    plan = build_plan(circuit, fuse)
+    n = circuit.n_wires
+    tables = single_wire_tables(circuit, plan, x, weights)
+    for step in plan.steps:
+        if step.kind == "single":
+            state = apply_single(circuit, step.ops[0], state, x, weights)
+        elif step.kind == "perm":
+            state = apply_perm_step(step, state, n)
+        else:
+            state = apply_matrix_unchecked(state, step_matrix(circuit, step, x, weights, tables), step.wires, n)
     return state

@@ -153,7 +153,11 @@ def _const_diag(diag):
 
 def _diag_to_matrix(diag_fn):
     def fn(params, k, dtype, data, device):
-        return torch.diag_embed(diag_fn(params, k, dtype, data, device))
+        d = diag_fn(params, k, dtype, data, device)
+        if k == 1:
+            zero = torch.zeros_like(d[..., 0])
+            return _m2(d[..., 0], zero, zero, d[..., 1])
+        return torch.diag_embed(d)
     return fn
 
 
@@ -180,14 +184,20 @@ def _kron_np(*ms):
 
 # ---------------------------------------------------------------------------------------------
 # matrix functions of the parametrised gates
+def _m2(a, b, c, d):
+    """(..., 2, 2) from four equally shaped complex tensors (cheaper than _from_rows)."""
+    return torch.stack([a, b, c, d], dim=-1).unflatten(-1, (2, 2))
+
+
 def _rx(p, k, dtype, data, device):
     c, s = torch.cos(p[0] / 2).to(dtype), torch.sin(p[0] / 2).to(dtype)
-    return _from_rows([[c, -1j * s], [-1j * s, c]], dtype, device)
+    ms = -1j * s
+    return _m2(c, ms, ms, c)
 
 
 def _ry(p, k, dtype, data, device):
     c, s = torch.cos(p[0] / 2).to(dtype), torch.sin(p[0] / 2).to(dtype)
-    return _from_rows([[c, -s], [s, c]], dtype, device)
+    return _m2(c, -s, s, c)
 
 
 def _rz_diag(p, k, dtype, data, device):
@@ -201,8 +211,8 @@ def _phase_diag(p, k, dtype, data, device):
 
 def _u3_from(theta, phi, lam, dtype, device):
     c, s = torch.cos(theta / 2).to(dtype), torch.sin(theta / 2).to(dtype)
-    return _from_rows([[c, -_expi(lam, dtype) * s],
-                       [_expi(phi, dtype) * s, _expi(phi + lam, dtype) * c]], dtype, device)
+    c, s, el, ep = torch.broadcast_tensors(c, s, _expi(lam, dtype), _expi(phi, dtype))
+    return _m2(c, -el * s, ep * s, ep * el * c)
 
 
 def _u3(p, k, dtype, data, device):
@@ -218,9 +228,9 @@ def _rot(p, k, dtype, data, device):
     # Rot(φ, θ, ω) = RZ(ω) RY(θ) RZ(φ)
     phi, theta, omega = p
     c, s = torch.cos(theta / 2).to(dtype), torch.sin(theta / 2).to(dtype)
-    a, b = (phi + omega) / 2, (phi - omega) / 2
-    return _from_rows([[_expi(-a, dtype) * c, -_expi(b, dtype) * s],
-                       [_expi(-b, dtype) * s, _expi(a, dtype) * c]], dtype, device)
+    ea, eb = _expi((phi + omega) / 2, dtype), _expi((phi - omega) / 2, dtype)
+    c, s, ea, eb = torch.broadcast_tensors(c, s, ea, eb)
+    return _m2(ea.conj() * c, -eb * s, eb.conj() * s, ea * c)
 
 
 def _rxx(p, k, dtype, data, device):

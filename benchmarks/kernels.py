@@ -1,0 +1,96 @@
+"""Kernel benchmark (issue 2): single gates and a layered circuit, as ratios to ``torch.clone``.
+
+    python benchmarks/kernels.py [--nmin 16] [--nmax 24] [--dtypes c64,c128] [--fuse-widths 2,3,4,5]
+
+One clone = one read + one write of the state, measured in the same run, so the ratios are
+comparable across noisy shared machines. On CUDA the 1-qubit gate is also reported as achieved
+bandwidth in % of a device-to-device copy of the same bytes.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import torchquantum_layers as tql  # noqa: E402
+from torchquantum_layers import gates as G  # noqa: E402
+from torchquantum_layers.engine import run_circuit  # noqa: E402
+
+from common import clone_time, machine, table, timeit, today  # noqa: E402
+
+DT = {"c64": torch.complex64, "c128": torch.complex128}
+
+
+def layered(n, dtype, device, fuse, width):
+    c = tql.Circuit(n, fuse=fuse, max_fused_wires=width)
+    for w in range(n):
+        c.ry(w, 0.1 + 0.01 * w)
+    for w in range(n - 1):
+        c.cnot(w, w + 1)
+    c = c.to(device)
+    return c.double() if dtype == torch.complex128 else c
+
+
+def bench(n, dtype, device, widths):
+    state = tql.random_state(n, 1, dtype=dtype, device=device)
+    tc = clone_time(state)
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    theta = torch.tensor(0.3, dtype=real, device=device)
+    wires_1q = [0, n // 2, n - 1]
+    one_q = [timeit(lambda w=w: G.RY.apply(state, (theta,), (w,), n), device) / tc for w in wires_1q]
+    cnot = [timeit(lambda a=a, b=b: G.CNOT.apply(state, (), (a, b), n), device) / tc
+            for a, b in [(0, 1), (n // 2, n // 2 + 1), (n - 2, n - 1), (0, n - 1)]]
+    rzz = [timeit(lambda a=a, b=b: G.RZZ.apply(state, (theta,), (a, b), n), device) / tc
+           for a, b in [(0, 1), (n // 2, n - 1)]]
+    gates_per_layer = 2 * n - 1
+    layers = {}
+    for fuse, width in [(False, None)] + [(True, w) for w in widths]:
+        c = layered(n, dtype, device, fuse, width)
+        with torch.no_grad():
+            t = timeit(lambda: run_circuit(c, state), device, repeats=3)
+        layers["unfused" if not fuse else f"fused k={width}"] = t / tc / gates_per_layer
+    row = {"n": n, "dtype": str(dtype).replace("torch.", ""), "clone ms": f"{tc * 1e3:.3f}",
+           "1q mean": f"{sum(one_q) / len(one_q):.2f}", "1q max": f"{max(one_q):.2f}",
+           "CNOT max": f"{max(cnot):.2f}", "RZZ max": f"{max(rzz):.2f}"}
+    for k, v in layers.items():
+        row[f"layer/gate {k}"] = f"{v:.2f}"
+    if torch.device(device).type == "cuda":
+        nbytes = state.numel() * state.element_size()
+        copy_t = timeit(lambda: state.clone(), device)
+        gate_t = timeit(lambda: G.RY.apply(state, (theta,), (n // 2,), n), device)
+        row["1q % of copy bw"] = f"{100 * copy_t / gate_t:.0f}%"
+        row["copy GB/s"] = f"{2 * nbytes / copy_t / 1e9:.0f}"
+    return row
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nmin", type=int, default=16)
+    ap.add_argument("--nmax", type=int, default=24)
+    ap.add_argument("--step", type=int, default=2)
+    ap.add_argument("--dtypes", default="c64,c128")
+    ap.add_argument("--fuse-widths", default="2,3,4,5")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = ap.parse_args(argv)
+    widths = [int(w) for w in args.fuse_widths.split(",") if w]
+    rows = []
+    for n in range(args.nmin, args.nmax + 1, args.step):
+        for d in args.dtypes.split(","):
+            rows.append(bench(n, DT[d], args.device, widths))
+            print(f"done n={n} {d}", file=sys.stderr, flush=True)
+    headers = list(rows[0].keys())
+    for r in rows:
+        for h in r:
+            if h not in headers:
+                headers.append(h)
+    print(f"# kernels benchmark, {today()}, {machine()}, device {args.device}")
+    print("ratios are time / time of torch.clone of the same state (lower is better)")
+    print(table([[r.get(h, "") for h in headers] for r in rows], headers))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,339 @@
+"""The gate table against the hand-written NumPy oracle (tests/oracle.py)."""
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from torchquantum_layers import gates
+from torchquantum_layers.checks import assert_all_gates_valid, assert_valid_gate, dense_operator
+from torchquantum_layers.gates import check_unitary, controlled, get_gate
+
+from . import oracle
+from .conftest import ATOL
+
+TABLE = [name for name, g in gates.GATES.items() if not g.takes_data]
+VARIABLE = {"MULTIRZ": (1, 2, 3, 4), "MULTICONTROLLEDX": (2, 3, 4)}
+
+# gates whose declared spectrum misses the 0 eigenvalue of their generator (see the report /
+# test_excitation_spectra_include_zero): assert_valid_gate flags them.
+SPECTRA_BUG = {"SINGLEEXCITATION", "DOUBLEEXCITATION"}
+
+
+def _cases():
+    for name in TABLE:
+        for k in VARIABLE.get(name, (None,)):
+            yield pytest.param(name, k, id=name if k is None else f"{name}-{k}")
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().numpy()
+
+
+def test_oracle_covers_the_table():
+    assert set(TABLE) == set(oracle.SIGNATURES)
+    for name in TABLE:
+        g = gates.GATES[name]
+        k, n_params = oracle.SIGNATURES[name]
+        assert g.n_wires == k, name
+        assert g.n_params == n_params, name
+
+
+@pytest.mark.parametrize("name,k", list(_cases()))
+def test_matrix_matches_oracle(name, k, dtype, device):
+    g = gates.GATES[name]
+    rng = np.random.default_rng(abs(hash(name)) % 2 ** 32)
+    for _ in range(3):
+        params = oracle.random_params(g.n_params, rng)
+        m = g.matrix(params, n_wires=k, dtype=dtype, device=device)
+        assert m.dtype == dtype and m.device.type == device
+        ref = oracle.gate_matrix(name, *params, n_wires=k)
+        np.testing.assert_allclose(_np(m), ref, atol=ATOL[dtype], err_msg=name)
+
+
+@pytest.mark.parametrize("name,k", [c for c in _cases() if gates.GATES[c.values[0]].n_params])
+def test_batched_params_match_oracle(name, k, dtype):
+    g = gates.GATES[name]
+    rng = np.random.default_rng(7)
+    B = 4
+    params = oracle.random_params(g.n_params, rng, batch=B)
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    m = g.matrix(tuple(torch.tensor(p, dtype=real) for p in params), n_wires=k, dtype=dtype)
+    d = 2 ** oracle.gate_n_wires(name, k)
+    assert m.shape == (B, d, d)
+    ref = np.stack([oracle.gate_matrix(name, *[p[b] for p in params], n_wires=k) for b in range(B)])
+    np.testing.assert_allclose(_np(m), ref, atol=ATOL[dtype])
+
+
+@pytest.mark.parametrize("name", ["ROT", "U3", "CU3", "U2"])
+def test_mixed_batched_and_scalar_params(name, dtype):
+    """One parameter per sample, the others shared: they broadcast."""
+    g = gates.GATES[name]
+    rng = np.random.default_rng(3)
+    B = 3
+    batched = rng.uniform(-3, 3, B)
+    scalars = oracle.random_params(g.n_params - 1, rng)
+    params = (torch.tensor(batched),) + tuple(torch.tensor(s) for s in scalars)
+    m = g.matrix(params, dtype=dtype)
+    ref = np.stack([oracle.gate_matrix(name, batched[b], *scalars) for b in range(B)])
+    np.testing.assert_allclose(_np(m), ref, atol=ATOL[dtype])
+
+
+def test_known_values():
+    c128 = torch.complex128
+    np.testing.assert_allclose(_np(gates.RX.matrix((np.pi,), dtype=c128)), -1j * oracle.X, atol=1e-12)
+    np.testing.assert_allclose(_np(gates.RY.matrix((np.pi,), dtype=c128)), -1j * oracle.Y, atol=1e-12)
+    np.testing.assert_allclose(_np(gates.RZ.matrix((np.pi,), dtype=c128)), -1j * oracle.Z, atol=1e-12)
+    sx = _np(gates.SX.matrix(dtype=c128))
+    np.testing.assert_allclose(sx @ sx, oracle.X, atol=1e-12)
+    np.testing.assert_allclose(_np(gates.S.matrix(dtype=c128)) @ _np(gates.SDG.matrix(dtype=c128)),
+                               np.eye(2), atol=1e-12)
+    t = _np(gates.T.matrix(dtype=c128))
+    np.testing.assert_allclose(t @ t, _np(gates.S.matrix(dtype=c128)), atol=1e-12)
+    # U3(θ, -π/2, π/2) = RX(θ); U2(0, π) = H; P(λ) = e^{iλ/2} RZ(λ)
+    np.testing.assert_allclose(_np(gates.U3.matrix((0.3, -np.pi / 2, np.pi / 2), dtype=c128)),
+                               oracle.rx(0.3), atol=1e-12)
+    np.testing.assert_allclose(_np(gates.U2.matrix((0.0, np.pi), dtype=c128)), oracle.H, atol=1e-12)
+    np.testing.assert_allclose(_np(gates.P.matrix((0.4,), dtype=c128)),
+                               np.exp(0.2j) * oracle.rz(0.4), atol=1e-12)
+    # ISWAP = RXX(-π/2) RYY(-π/2)
+    np.testing.assert_allclose(_np(gates.ISWAP.matrix(dtype=c128)),
+                               oracle.pauli_rotation(-np.pi / 2, "XX") @ oracle.pauli_rotation(-np.pi / 2, "YY"),
+                               atol=1e-12)
+
+
+def test_oracle_against_matrix_exponentials():
+    """The oracle's rotations agree with scipy's expm of their generators."""
+    from scipy.linalg import expm
+    t = 0.917
+    for name, label in [("RX", "X"), ("RY", "Y"), ("RZ", "Z"), ("RXX", "XX"), ("RYY", "YY"),
+                        ("RZZ", "ZZ"), ("RZX", "ZX")]:
+        np.testing.assert_allclose(oracle.gate_matrix(name, t), expm(-0.5j * t * oracle.pauli_matrix(label)),
+                                   atol=1e-12, err_msg=name)
+    # Givens [[c, -s], [s, c]] on |01>, |10> is exp(-iθG) with G = Y/2 on that subspace
+    for name, d, a, b in [("SINGLEEXCITATION", 4, 1, 2), ("DOUBLEEXCITATION", 16, 3, 12)]:
+        gen = np.zeros((d, d), complex)
+        gen[a, b], gen[b, a] = -0.5j, 0.5j
+        np.testing.assert_allclose(oracle.gate_matrix(name, t), expm(-1j * t * gen), atol=1e-12, err_msg=name)
+    np.testing.assert_allclose(oracle.gate_matrix("MULTIRZ", t, n_wires=3),
+                               expm(-0.5j * t * oracle.pauli_matrix("ZZZ")), atol=1e-12)
+    np.testing.assert_allclose(oracle.gate_matrix("ROT", 0.1, 0.2, 0.3),
+                               expm(-0.15j * oracle.Z) @ expm(-0.1j * oracle.Y) @ expm(-0.05j * oracle.Z),
+                               atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# lookup
+@pytest.mark.parametrize("alias,name", [("CX", "CNOT"), ("CCX", "TOFFOLI"), ("PHASE", "P"), ("U1", "P"),
+                                        ("MCX", "MULTICONTROLLEDX"), ("ID", "I"), ("FREDKIN", "CSWAP"),
+                                        ("CPHASE", "CP"), ("U", "U3"), ("cx", "CNOT"), ("rx", "RX"),
+                                        ("single_excitation", "SINGLEEXCITATION"), ("Toffoli", "TOFFOLI")])
+def test_aliases(alias, name):
+    assert get_gate(alias) is gates.GATES[name]
+
+
+def test_get_gate_passes_gates_through():
+    assert get_gate(gates.RX) is gates.RX
+
+
+@pytest.mark.parametrize("bad", ["NOTAGATE", "rxx2", ""])
+def test_get_gate_unknown(bad):
+    with pytest.raises(ValueError, match=f"unknown gate '{bad}'"):
+        get_gate(bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# controlled()
+def test_controlled_ry_two_controls(dtype):
+    g = controlled(gates.RY, 2)
+    assert g.n_wires == 3 and g.n_controls == 2 and g.n_params == 1 and g.name == "CCRY"
+    m = g.matrix((0.71,), dtype=dtype)
+    np.testing.assert_allclose(_np(m), oracle.controlled_matrix(oracle.ry(0.71), 2), atol=ATOL[dtype])
+    assert g.frequencies() == (0.5, 1.0)
+    assert_valid_gate(g, dtype=dtype)
+
+
+def test_controlled_h_is_ch(dtype):
+    g = controlled(gates.H, 1)
+    np.testing.assert_allclose(_np(g.matrix(dtype=dtype)), oracle.gate_matrix("CH"), atol=ATOL[dtype])
+    np.testing.assert_allclose(_np(g.matrix(dtype=dtype)), _np(gates.CH.matrix(dtype=dtype)), atol=0)
+
+
+def test_controlled_cnot_is_toffoli(dtype):
+    g = controlled(gates.CNOT, 1)
+    assert g.n_wires == 3 and g.n_controls == 2 and g.kind == "permutation"
+    np.testing.assert_allclose(_np(g.matrix(dtype=dtype)), oracle.gate_matrix("TOFFOLI"), atol=0)
+    np.testing.assert_allclose(_np(g.matrix(dtype=dtype)), _np(gates.TOFFOLI.matrix(dtype=dtype)), atol=0)
+    assert g.perm_fn(3) == gates.TOFFOLI.perm_fn(3)
+    assert_valid_gate(g, dtype=dtype)
+
+
+@pytest.mark.parametrize("base,n,kind", [("RZ", 1, "diagonal"), ("Z", 3, "diagonal"), ("SWAP", 1, "permutation"),
+                                         ("X", 3, "permutation"), ("U3", 1, "controlled"),
+                                         ("RXX", 1, "controlled"), ("ISWAP", 2, "controlled"),
+                                         ("CRY", 1, "controlled")])
+def test_controlled_matches_oracle(base, n, kind, dtype):
+    bg = gates.GATES[base]
+    g = controlled(bg, n)
+    assert g.kind == kind
+    rng = np.random.default_rng(11)
+    params = oracle.random_params(bg.n_params, rng)
+    ref = oracle.controlled_matrix(oracle.gate_matrix(base, *params), n)
+    np.testing.assert_allclose(_np(g.matrix(params, dtype=dtype)), ref, atol=ATOL[dtype])
+    assert_valid_gate(g, dtype=dtype)
+
+
+def test_controlled_errors():
+    with pytest.raises(TypeError, match="expected a Gate"):
+        controlled("RX", 1)
+    with pytest.raises(ValueError, match="n_controls"):
+        controlled(gates.RX, 0)
+    with pytest.raises(ValueError, match="MULTIRZ"):
+        controlled(gates.MULTIRZ, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# check_unitary
+def test_check_unitary_accepts_unitaries(dtype):
+    rng = np.random.default_rng(5)
+    check_unitary(torch.tensor(oracle.random_unitary(8, rng), dtype=dtype))
+    check_unitary(torch.tensor(oracle.random_unitaries(3, 4, rng), dtype=dtype))
+    check_unitary(torch.eye(2, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("bad,match", [
+    (np.array([[1, 1], [0, 1]]), "not unitary"),
+    (np.eye(2) * 1.001, "not unitary"),
+    (np.full((2, 2), np.nan), "not unitary"),
+    (np.eye(3), "power of two"),
+    (np.ones((2, 4)), "square"),
+    (np.ones(4), "square"),
+])
+def test_check_unitary_rejects(bad, match, dtype):
+    with pytest.raises(ValueError, match=match):
+        check_unitary(torch.tensor(bad, dtype=dtype))
+
+
+def test_check_unitary_names_what():
+    with pytest.raises(ValueError, match="my_gate"):
+        check_unitary(torch.ones(2, 2, dtype=torch.complex128), what="my_gate")
+
+
+# ---------------------------------------------------------------------------------------------
+# frequencies, spectra
+def test_frequencies():
+    assert gates.RX.frequencies() == (1.0,)
+    assert gates.CRX.frequencies() == (0.5, 1.0)
+    assert gates.P.frequencies() == (1.0,)
+    assert gates.CP.frequencies() == (1.0,)
+    assert gates.ROT.frequencies(1) == (1.0,)
+    assert gates.MULTIRZ.frequencies() == (1.0,)
+
+
+@pytest.mark.xfail(strict=True, reason="BUG gates.py: SINGLEEXCITATION/DOUBLEEXCITATION declare spectra "
+                                       "(-0.5, 0.5) but their generators also have eigenvalue 0, so the "
+                                       "frequencies are (0.5, 1.0) (PennyLane: four-term shift rule)")
+@pytest.mark.parametrize("name", sorted(SPECTRA_BUG))
+def test_excitation_spectra_include_zero(name):
+    g = gates.GATES[name]
+    assert g.frequencies() == (0.5, 1.0)
+
+
+@pytest.mark.parametrize("name", sorted(SPECTRA_BUG))
+def test_excitation_two_term_rule_is_wrong(name):
+    """Documents the consequence of the bug: with frequency 1 alone, the two-term shift rule
+    does not reproduce the derivative of an expectation for a generic state."""
+    g = gates.GATES[name]
+    d = 2 ** g.n_wires
+    rng = np.random.default_rng(0)
+    psi = oracle.random_state(g.n_wires, rng)
+    a = rng.standard_normal((d, d)) + 1j * rng.standard_normal((d, d))
+    obs = a + a.conj().T
+
+    def f(t):
+        u = oracle.gate_matrix(name, t)
+        phi = u @ psi
+        return float(np.real(phi.conj() @ obs @ phi))
+    t, h = 0.3, 1e-6
+    exact = (f(t + h) - f(t - h)) / (2 * h)
+    two_term = (f(t + np.pi / 2) - f(t - np.pi / 2)) / 2
+    assert abs(two_term - exact) > 1e-3
+
+
+# ---------------------------------------------------------------------------------------------
+# the library checker over the whole table
+@pytest.mark.parametrize("name,k", list(_cases()))
+def test_assert_valid_gate(name, k, dtype):
+    if name in SPECTRA_BUG:
+        with pytest.raises(AssertionError, match=f"{name}: spectra"):
+            assert_valid_gate(name, n_wires=k, dtype=dtype)
+        g = dataclasses.replace(gates.GATES[name], spectra=((-0.5, 0.0, 0.5),))
+        assert_valid_gate(g, dtype=dtype)
+        return
+    checked = assert_valid_gate(name, n_wires=k, dtype=dtype, generator=torch.Generator().manual_seed(2))
+    assert "apply" in checked and "unitarity" in checked
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_assert_valid_gate_data_gates(k, dtype):
+    rng = np.random.default_rng(k)
+    u = torch.tensor(oracle.random_unitary(2 ** k, rng), dtype=dtype)
+    assert "apply" in assert_valid_gate(gates.QUBIT_UNITARY, dtype=dtype, data=u)
+    np.testing.assert_allclose(_np(gates.QUBIT_UNITARY.matrix(n_wires=k, dtype=dtype, data=u)), _np(u))
+    ph = torch.tensor(oracle.random_phases(2 ** k, rng), dtype=dtype)
+    checked = assert_valid_gate(gates.DIAGONAL_UNITARY, dtype=dtype, data=ph)
+    assert "diagonal" in checked and "apply" in checked
+    np.testing.assert_allclose(_np(gates.DIAGONAL_UNITARY.matrix(n_wires=k, dtype=dtype, data=ph)),
+                               np.diag(_np(ph)))
+
+
+def test_assert_valid_gate_skips_data_gates_without_data():
+    assert assert_valid_gate(gates.QUBIT_UNITARY) == ()
+    assert assert_valid_gate(gates.DIAGONAL_UNITARY) == ()
+
+
+def test_assert_all_gates_valid_reports_the_spectra_bug():
+    rng = np.random.default_rng(0)
+    data = {"QUBITUNITARY": oracle.random_unitary(4, rng), "DIAGONALUNITARY": oracle.random_phases(8, rng)}
+    with pytest.raises(AssertionError, match="SINGLEEXCITATION: spectra"):
+        assert_all_gates_valid(data=data)
+
+
+# the checker must catch broken gates
+def _broken():
+    X2 = oracle.X / 2
+    yield "generator", dataclasses.replace(gates.RX, generator_fn=lambda k: -X2)
+    yield "generator", dataclasses.replace(gates.RY, generator_fn=lambda k: oracle.X / 2)
+    yield "generator", dataclasses.replace(gates.RX, generator_fn=lambda k: np.array([[0, 1], [0, 0]]))
+    yield "spectra", dataclasses.replace(gates.RX, spectra=((-1.0, 1.0),))
+    yield "spectra", dataclasses.replace(gates.CRX, spectra=((-0.5, 0.5),))
+    yield "self_inverse", dataclasses.replace(gates.S, self_inverse=True)
+    yield "diagonal", dataclasses.replace(gates.RZ, diag_fn=gates._phase_diag)
+    yield "diagonal", dataclasses.replace(gates.RX, kind="diagonal", diag_fn=gates._rz_diag)
+    yield "permutation", dataclasses.replace(gates.SWAP, perm_fn=lambda k: (0, 1, 2, 3))
+    yield "permutation", dataclasses.replace(gates.X, perm_fn=lambda k: (0, 0))
+    yield "controlled", dataclasses.replace(gates.CRX, target=gates.RY)
+    yield "unitarity", dataclasses.replace(gates.H, matrix_fn=lambda p, k, dt, data, dev:
+                                           torch.ones(2, 2, dtype=dt, device=dev))
+    yield "shape", dataclasses.replace(gates.RX, n_wires=2)
+    yield "batched parameters", dataclasses.replace(
+        gates.RX, matrix_fn=lambda p, k, dt, data, dev: gates._rx((p[0].reshape(-1)[:1].reshape(()),), k, dt, data, dev))
+
+    def bad_apply(self, state, params, wires, n, data=None, adjoint=False):
+        return gates.Gate.apply(self, state, params, wires, n, data=data, adjoint=False)
+    cls = type("NoAdjointGate", (gates.Gate,), {"apply": bad_apply})
+    yield "apply", cls(**{f.name: getattr(gates.RY, f.name) for f in dataclasses.fields(gates.Gate)})
+
+
+@pytest.mark.parametrize("prop,gate", list(_broken()), ids=lambda v: v if isinstance(v, str) else "")
+def test_assert_valid_gate_catches(prop, gate):
+    with pytest.raises(AssertionError, match=f"gate {gate.name}: {prop}"):
+        assert_valid_gate(gate)
+
+
+def test_dense_operator_matches_oracle():
+    rng = np.random.default_rng(9)
+    u = oracle.random_unitary(8, rng)
+    for wires in [(0, 1, 2), (3, 0, 2), (4, 1, 3)]:
+        got = dense_operator(torch.tensor(u), wires, 5).numpy()
+        np.testing.assert_allclose(got, oracle.full_operator(u, wires, 5), atol=1e-12)

@@ -1,0 +1,259 @@
+"""Measurements against brute-force NumPy over basis indices and analytic states."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import torchquantum_layers as tql
+from torchquantum_layers import measure as M
+
+from . import oracle as O
+
+
+def as_np(t):
+    return t.detach().cpu().numpy()
+
+
+def bit(i, w, n):
+    return (i >> (n - 1 - w)) & 1
+
+
+def local_index(i, wires, n):
+    out = 0
+    for w in wires:
+        out = (out << 1) | bit(i, w, n)
+    return out
+
+
+def marginal_np(psi, wires, n):
+    """Brute force: add |ψ_i|² into the index formed by the bits of ``wires`` (first = MSB)."""
+    B = psi.shape[0]
+    out = np.zeros((B, 2 ** len(wires)))
+    for i in range(2 ** n):
+        out[:, local_index(i, wires, n)] += np.abs(psi[:, i]) ** 2
+    return out
+
+
+def partial_trace_np(psi, wires, n):
+    """ρ[a, b] = Σ ψ_i ψ_j* over pairs i, j that agree on every other wire."""
+    rest = [w for w in range(n) if w not in wires]
+    d = 2 ** len(wires)
+    rho = np.zeros((psi.shape[0], d, d), dtype=np.complex128)
+    for i in range(2 ** n):
+        for j in range(2 ** n):
+            if local_index(i, rest, n) == local_index(j, rest, n):
+                rho[:, local_index(i, wires, n), local_index(j, wires, n)] += psi[:, i] * psi[:, j].conj()
+    return rho
+
+
+def random_state(n, batch, dtype, device, seed=0):
+    psi = O.random_state(n, np.random.default_rng(seed), batch=batch)
+    return psi, torch.tensor(psi, dtype=dtype, device=device)
+
+
+def bell(dtype, device):
+    return tql.Circuit(2, dtype=dtype).to(device).h(0).cnot(0, 1)()
+
+
+def ghz(n, dtype, device):
+    c = tql.Circuit(n, dtype=dtype).to(device).h(0)
+    for w in range(n - 1):
+        c.cnot(w, w + 1)
+    return c()
+
+
+# ---------------------------------------------------------------------------------------------
+# probabilities
+@pytest.mark.parametrize("wires", [None, (0, 1, 2, 3), (2, 0), (1,), (3, 1, 0), (0, 2, 1, 3)])
+def test_probabilities_vs_brute_force(wires, dtype, device, atol):
+    psi, state = random_state(4, 3, dtype, device)
+    p = M.probabilities(state, wires)
+    w = list(range(4)) if wires is None else list(wires)
+    assert p.shape == (3, 2 ** len(w)) and not p.is_complex() and p.device.type == device
+    np.testing.assert_allclose(as_np(p), marginal_np(psi, w, 4), atol=atol)
+
+
+def test_probabilities_bell_ghz_and_order(dtype, device, atol):
+    np.testing.assert_allclose(as_np(M.probabilities(bell(dtype, device))), [[0.5, 0, 0, 0.5]], atol=atol)
+    np.testing.assert_allclose(as_np(M.probabilities(bell(dtype, device), [1])), [[0.5, 0.5]], atol=atol)
+    g = ghz(3, dtype, device)
+    np.testing.assert_allclose(as_np(M.probabilities(g, (2, 0))), [[0.5, 0, 0, 0.5]], atol=atol)
+    # |wire0 wire1 wire2> = |1 0 0>: wires (2, 0) read bits (0, 1) -> index 0b01
+    s = tql.basis_state("100", dtype=dtype, device=device)
+    np.testing.assert_allclose(as_np(M.probabilities(s, (2, 0))), [[0, 1, 0, 0]])
+    np.testing.assert_allclose(as_np(M.probabilities(s, (0, 2))), [[0, 0, 1, 0]])
+    assert int(M.probabilities(s, 0).argmax()) == 1
+
+
+def test_probabilities_gradient():
+    theta = torch.tensor(0.4, dtype=torch.float64, requires_grad=True)
+    state = tql.functional.rx(tql.zero_state(2, dtype=torch.complex128), theta, wires=1)
+    M.probabilities(state, [1])[0, 1].backward()          # P(1) = sin²(θ/2)
+    np.testing.assert_allclose(float(theta.grad), 0.5 * math.sin(0.4), atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# sampling
+def test_sample_frequencies_within_five_standard_errors(dtype, device):
+    psi, state = random_state(3, 2, dtype, device, seed=1)
+    shots = 20000
+    gen = torch.Generator(device=device).manual_seed(1234)
+    s = M.sample(state, shots, generator=gen)
+    assert s.shape == (2, shots) and s.dtype == torch.int64 and s.device.type == device
+    s = as_np(s)
+    p = np.abs(psi) ** 2
+    for b in range(2):
+        freq = np.bincount(s[b], minlength=8) / shots
+        se = np.sqrt(p[b] * (1 - p[b]) / shots)
+        assert np.all(np.abs(freq - p[b]) <= 5 * se + 1e-12), (freq, p[b])
+
+
+def test_sample_marginal_wires_and_zero_probabilities(dtype, device):
+    psi, state = random_state(3, 1, dtype, device, seed=2)
+    shots = 20000
+    s = as_np(M.sample(state, shots, wires=(2, 0), generator=torch.Generator(device=device).manual_seed(5)))
+    p = marginal_np(psi, [2, 0], 3)[0]
+    freq = np.bincount(s[0], minlength=4) / shots
+    assert np.all(np.abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / shots))
+    # GHZ: only 000 and 111, on any wires
+    s = as_np(M.sample(ghz(3, dtype, device), 2000, generator=torch.Generator(device=device).manual_seed(0)))
+    assert set(np.unique(s).tolist()) == {0, 7}
+    # basis state |101>: every shot is 5, on wires (2, 1) every shot is 0b10
+    b = tql.basis_state("101", batch=2, dtype=dtype, device=device)
+    assert (M.sample(b, 100) == 5).all()
+    assert (M.sample(b, 100, wires=[2, 1]) == 2).all()
+    # unnormalised rows are sampled from their own norm
+    assert (M.sample(3 * b, 50) == 5).all()
+
+
+def test_sample_reproducible_with_seed(device):
+    _, state = random_state(4, 3, torch.complex64, device, seed=3)
+    a = M.sample(state, 500, generator=torch.Generator(device=device).manual_seed(42))
+    b = M.sample(state, 500, generator=torch.Generator(device=device).manual_seed(42))
+    c = M.sample(state, 500, generator=torch.Generator(device=device).manual_seed(43))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_to_bits_and_counts(device):
+    samples = torch.tensor([[5, 0, 7, 5], [1, 2, 3, 3]], device=device)
+    bits = M.to_bits(samples, 3)
+    assert bits.shape == (2, 4, 3) and bits.device.type == device
+    expected = np.array([[[int(ch) for ch in format(v, "03b")] for v in row] for row in as_np(samples)])
+    np.testing.assert_array_equal(as_np(bits), expected)
+    assert M.counts(samples, 3) == {"000": 1, "101": 2, "111": 1}
+    assert M.counts(samples, 3, batch_index=1) == {"001": 1, "010": 1, "011": 2}
+    assert M.counts(samples[1], 2) == {"01": 1, "10": 1, "11": 2}
+    # counts of a Bell state sample
+    s = M.sample(bell(torch.complex64, device), 1000, generator=torch.Generator(device=device).manual_seed(0))
+    cnt = M.counts(s, 2)
+    assert set(cnt) == {"00", "11"} and sum(cnt.values()) == 1000 and abs(cnt["00"] - 500) < 5 * math.sqrt(250)
+    # to_bits column i is the outcome of wires[i]
+    st = tql.basis_state("110", dtype=torch.complex64, device=device)
+    np.testing.assert_array_equal(as_np(M.to_bits(M.sample(st, 3, wires=[2, 0]), 2))[0], [[0, 1]] * 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# reduced density matrices and <Z>
+@pytest.mark.parametrize("wires", [(0,), (3, 1), (1, 2), (2, 0, 3), (0, 1, 2, 3)])
+def test_reduced_density_matrix_vs_partial_trace(wires, dtype, device, atol):
+    psi, state = random_state(4, 2, dtype, device, seed=4)
+    rho = M.reduced_density_matrix(state, wires)
+    d = 2 ** len(wires)
+    assert rho.shape == (2, d, d) and rho.dtype == dtype
+    r = as_np(rho)
+    np.testing.assert_allclose(r, partial_trace_np(psi, list(wires), 4), atol=atol)
+    np.testing.assert_allclose(np.trace(r, axis1=1, axis2=2), [1, 1], atol=atol)
+    np.testing.assert_allclose(r, r.conj().transpose(0, 2, 1), atol=atol)
+    assert np.linalg.eigvalsh(r.astype(np.complex128)).min() > -10 * atol
+
+
+def test_reduced_density_matrix_bell_and_product(dtype, device, atol):
+    rho = as_np(M.reduced_density_matrix(bell(dtype, device), [1]))
+    np.testing.assert_allclose(rho, [np.eye(2) / 2], atol=atol)
+    rho = as_np(M.reduced_density_matrix(bell(dtype, device), [1, 0]))
+    np.testing.assert_allclose(rho[0], np.outer([1, 0, 0, 1], [1, 0, 0, 1]) / 2, atol=atol)
+    # product state: the reduced state of wire 1 is pure
+    s = tql.Circuit(3, dtype=dtype).to(device).ry(1, 0.8).h(0).cnot(0, 2)()
+    v = np.array([math.cos(0.4), math.sin(0.4)])
+    np.testing.assert_allclose(as_np(M.reduced_density_matrix(s, 1))[0], np.outer(v, v), atol=atol)
+
+
+def test_expval_z(dtype, device, atol):
+    psi, state = random_state(3, 4, dtype, device, seed=5)
+    z = M.expval_z(state, (2, 0, 1))
+    expected = np.stack([sum(np.abs(psi[:, i]) ** 2 * (1 - 2 * bit(i, w, 3)) for i in range(8))
+                         for w in (2, 0, 1)], axis=1)
+    assert z.shape == (4, 3) and not z.is_complex()
+    np.testing.assert_allclose(as_np(z), expected, atol=atol)
+    np.testing.assert_allclose(as_np(M.expval_z(state)), expected[:, [1, 2, 0]], atol=atol)
+    # analytic: <Z> = cos θ after RX(θ), per sample
+    thetas = np.array([0.0, 0.3, 1.7, 3.1])
+    c = tql.Circuit(2, dtype=dtype).to(device)
+    c.rx(1, input=0)
+    out = M.expval_z(c(torch.tensor(thetas[:, None], device=device)), [0, 1])
+    np.testing.assert_allclose(as_np(out), np.stack([np.ones(4), np.cos(thetas)], 1), atol=atol)
+    np.testing.assert_allclose(as_np(M.expval_z(bell(dtype, device))), [[0, 0]], atol=atol)
+
+
+def test_expval_z_gradient():
+    c = tql.Circuit(2, dtype=torch.complex128)
+    c.rx(0, trainable=True)
+    M.expval_z(c(), [0]).sum().backward()
+    np.testing.assert_allclose(c.weights.grad.numpy(), [-math.sin(float(c.weights.detach()[0]))], atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input
+def test_bad_states_and_wires():
+    s = tql.zero_state(2)
+    with pytest.raises(ValueError, match="probabilities: wire 2 is out of range for 2 wires"):
+        M.probabilities(s, [0, 2])
+    with pytest.raises(ValueError, match="probabilities: repeated wires"):
+        M.probabilities(s, [1, 1])
+    with pytest.raises(TypeError, match="probabilities: wire 0.5 is not an int"):
+        M.probabilities(s, [0.5])
+    with pytest.raises(ValueError, match="wires must not be empty"):
+        M.expval_z(s, [])
+    with pytest.raises(TypeError, match="wires must be an int or a sequence"):
+        M.expval_z(s, "01")
+    with pytest.raises(ValueError, match="not a power of two"):
+        M.probabilities(torch.zeros(1, 3, dtype=torch.complex64))
+    with pytest.raises(ValueError, match="shape \\(batch, 2\\*\\*n\\)"):
+        M.probabilities(torch.zeros(4, dtype=torch.complex64))
+    with pytest.raises(TypeError, match="complex64 or complex128"):
+        M.expval_z(torch.zeros(1, 4))
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        M.reduced_density_matrix([[1, 0]], [0])
+    with pytest.raises(ValueError, match="reduced_density_matrix: wire 3 is out of range"):
+        M.reduced_density_matrix(s, [3])
+    with pytest.raises(ValueError, match="give the wires"):
+        M.reduced_density_matrix(s, None)
+
+
+def test_bad_sampling_arguments():
+    s = tql.zero_state(2)
+    with pytest.raises(ValueError, match="shots must be >= 1"):
+        M.sample(s, 0)
+    with pytest.raises(TypeError, match="shots must be an int"):
+        M.sample(s, 10.0)
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        M.sample(s, 10, generator=0)
+    with pytest.raises(ValueError, match="state 1 has zero norm"):
+        M.sample(torch.cat([s, torch.zeros_like(s)]), 10)
+    with pytest.raises(ValueError, match="sample: wire 4 is out of range"):
+        M.sample(s, 10, wires=[4])
+    with pytest.raises(TypeError, match="samples must be an integer tensor"):
+        M.to_bits(torch.tensor([1.0]), 2)
+    with pytest.raises(ValueError, match="sample value 4 is out of range \\[0, 4\\) for n=2"):
+        M.to_bits(torch.tensor([1, 4]), 2)
+    with pytest.raises(ValueError, match="sample value -1"):
+        M.counts(torch.tensor([-1, 0]), 2)
+    with pytest.raises(ValueError, match="n must be in"):
+        M.to_bits(torch.tensor([0]), 0)
+    with pytest.raises(TypeError, match="n must be an int"):
+        M.counts(torch.tensor([0]), "2")
+    with pytest.raises(ValueError, match="batch_index 2 is out of range for 2"):
+        M.counts(torch.zeros(2, 5, dtype=torch.int64), 2, batch_index=2)
+    with pytest.raises(ValueError, match="shape \\(B, shots\\) or \\(shots,\\)"):
+        M.counts(torch.zeros(1, 2, 3, dtype=torch.int64), 2)

@@ -1,0 +1,111 @@
+"""One signature, three differentiation methods (as torchdiffeq's odeint / odeint_adjoint).
+
+``expval(circuit, observables, x=None, state=None, diff_method="backprop")`` returns the same
+values and the same gradients whichever method is chosen:
+
+* ``"backprop"``: plain autograd through the (fused) kernels; supports higher derivatives.
+* ``"adjoint"``: :class:`AdjointExpval`; memory flat in depth.
+* ``"parameter-shift"``: :class:`ParameterShiftExpval`; the only one valid with ``shots``.
+"""
+from __future__ import annotations
+
+import torch
+
+from .adjoint import AdjointExpval
+from .parameter_shift import ParameterShiftExpval, shift_rule
+
+DIFF_METHODS = ("backprop", "adjoint", "parameter-shift")
+
+
+def _observable_list(observables):
+    from ..observables import Hamiltonian, PauliString
+    if isinstance(observables, (PauliString, Hamiltonian, str)):
+        return [_coerce(observables)], True
+    if isinstance(observables, (list, tuple)):
+        if not observables:
+            raise ValueError("expval: the list of observables is empty")
+        return [_coerce(o) for o in observables], False
+    raise TypeError(f"expval: observables must be a PauliString, Hamiltonian, string or a list of them, "
+                    f"got {type(observables).__name__}")
+
+
+def _coerce(o):
+    from ..observables import Hamiltonian, PauliString
+    if isinstance(o, str):
+        return Hamiltonian.from_string(o)
+    if not isinstance(o, (PauliString, Hamiltonian)):
+        raise TypeError(f"expval: observable {o!r} is not a PauliString, Hamiltonian or string")
+    return o
+
+
+def check_diff_method(diff_method: str) -> str:
+    if diff_method not in DIFF_METHODS:
+        raise ValueError(f"diff_method must be one of {DIFF_METHODS}, got {diff_method!r}")
+    return diff_method
+
+
+def circuit_expval(circuit, observables, x=None, state=None, diff_method="backprop", shots=None,
+                   generator=None):
+    """Expectation values ``(B, n_obs)`` (or ``(B,)`` for one observable) after ``circuit``."""
+    from ..engine import run_circuit
+    from ..observables import expectation
+    check_diff_method(diff_method)
+    obs, single = _observable_list(observables)
+    for o in obs:
+        if getattr(o, "n_wires", None) and o.n_wires > circuit.n_wires:
+            raise ValueError(f"expval: observable {o!r} acts on {o.n_wires} wires but the circuit has "
+                             f"{circuit.n_wires}")
+    if shots is not None and diff_method == "adjoint":
+        raise ValueError("expval: diff_method='adjoint' needs exact expectations; with shots use "
+                         "'parameter-shift' (as hardware would) or 'backprop' for a value only")
+    x, state, squeeze = circuit.prepare(x, state)
+    if diff_method == "backprop":
+        psi = run_circuit(circuit, state, x)
+        values = torch.stack([expectation(psi, o, shots=shots, generator=generator) for o in obs], dim=-1)
+    elif diff_method == "adjoint":
+        values = AdjointExpval.apply(circuit, obs, x, state, circuit.weights)
+    else:
+        values = ParameterShiftExpval.apply(circuit, obs, shots, generator, x, state, circuit.weights)
+    if single:
+        values = values[..., 0]
+    if squeeze:
+        values = values[0]
+    return values
+
+
+def hessian(circuit, observable, x=None, state=None):
+    """Hessian of ⟨observable⟩ (summed over the batch) w.r.t. ``circuit.weights``, by double backprop."""
+    from ..engine import run_circuit
+    from ..observables import expectation
+    x, state, _ = circuit.prepare(x, state)
+    obs, _ = _observable_list(observable)
+    if len(obs) != 1:
+        raise ValueError("hessian: give one observable")
+
+    def energy(w):
+        return expectation(run_circuit(circuit, state, x, w), obs[0]).sum()
+    return torch.autograd.functional.hessian(energy, circuit.weights.detach().clone())
+
+
+def quantum_fisher(circuit, x=None, state=None):
+    """Fubini–Study metric g_ij = Re[⟨∂iψ|∂jψ⟩ − ⟨∂iψ|ψ⟩⟨ψ|∂jψ⟩] per sample, (B, P, P).
+
+    Multiply by 4 for the quantum Fisher information; use it for quantum natural gradient.
+    """
+    from ..engine import run_circuit
+    x, state, _ = circuit.prepare(x, state)
+    w0 = circuit.weights.detach().clone()
+
+    def planes(w):
+        return torch.view_as_real(run_circuit(circuit, state, x, w))
+    jac = torch.autograd.functional.jacobian(planes, w0)          # (B, N, 2, P)
+    dpsi = torch.complex(jac[:, :, 0], jac[:, :, 1])               # (B, N, P)
+    with torch.no_grad():
+        psi = run_circuit(circuit, state, x, w0)
+    overlap = torch.einsum("bnp,bnq->bpq", dpsi.conj(), dpsi)
+    berry = torch.einsum("bnp,bn->bp", dpsi.conj(), psi)
+    return (overlap - berry[:, :, None] * berry.conj()[:, None, :]).real
+
+
+__all__ = ["circuit_expval", "hessian", "quantum_fisher", "AdjointExpval", "ParameterShiftExpval",
+           "shift_rule", "DIFF_METHODS", "check_diff_method"]

@@ -233,7 +233,7 @@ def full_operator(u: np.ndarray, wires, n: int) -> np.ndarray:
 
 def apply_dense(state_np: np.ndarray, u: np.ndarray, wires, n: int) -> np.ndarray:
     """Apply ``u`` on ``wires`` to a (2^n,) or (B, 2^n) state; a batched u (B, d, d) acts per
-    sample (a state batch of 1 is broadcast)."""
+    sample (a batch of 1, of the state or of u, is broadcast)."""
     state = np.asarray(state_np, dtype=np.complex128)
     full = full_operator(u, wires, n)
     if state.ndim == 1:
@@ -242,9 +242,8 @@ def apply_dense(state_np: np.ndarray, u: np.ndarray, wires, n: int) -> np.ndarra
         return np.einsum("bij,j->bi", full, state)
     if full.ndim == 2:
         return state @ full.T
-    if state.shape[0] == 1:
-        state = np.broadcast_to(state, (full.shape[0], state.shape[1]))
-    return np.einsum("bij,bj->bi", full, state)
+    # per-sample operators: batch sizes must agree or one of them be 1 (broadcast)
+    return (full @ state[:, :, None])[:, :, 0]
 
 
 def apply_diagonal_dense(state_np, diag, wires, n):

@@ -362,6 +362,7 @@ def controlled(gate: Gate, n_controls: int = 1, name: Optional[str] = None) -> G
 
 HALF = (-0.5, 0.5)
 PHASE_SPEC = (-1.0, 0.0)
+GIVENS_SPEC = (-0.5, 0.0, 0.5)   # the Givens generator is zero outside its 2-d subspace
 _S2 = 1 / math.sqrt(2)
 
 I = _fixed("I", np.eye(2), self_inverse=True)
@@ -407,7 +408,7 @@ RZZ = _diag_gate("RZZ", 2, 1, _multirz_diag, generator_fn=lambda k: _kron_np(_pa
 RZX = Gate("RZX", 2, 1, _rzx, generator_fn=lambda k: _kron_np(_pauli("Z"), _pauli("X")) / 2,
            spectra=(HALF,), param_names=("theta",))
 SINGLE_EXCITATION = Gate("SINGLEEXCITATION", 2, 1, _single_excitation,
-                         generator_fn=lambda k: _givens_generator(4, 1, 2), spectra=(HALF,),
+                         generator_fn=lambda k: _givens_generator(4, 1, 2), spectra=(GIVENS_SPEC,),
                          param_names=("theta",), doc="Givens rotation of |01>, |10> (PennyLane convention)")
 TOFFOLI = controlled(X, 2, "TOFFOLI")
 CCZ = controlled(Z, 2, "CCZ")
@@ -420,7 +421,7 @@ MULTICONTROLLEDX = _perm_gate("MULTICONTROLLEDX", None, _mcx_perm, min_wires=2,
 QUBIT_UNITARY = Gate("QUBITUNITARY", None, 0, _qubit_unitary, takes_data=True)
 DIAGONAL_UNITARY = _diag_gate("DIAGONALUNITARY", None, 0, _diagonal_unitary, takes_data=True)
 DOUBLE_EXCITATION = Gate("DOUBLEEXCITATION", 4, 1, _double_excitation,
-                         generator_fn=lambda k: _givens_generator(16, 3, 12), spectra=(HALF,),
+                         generator_fn=lambda k: _givens_generator(16, 3, 12), spectra=(GIVENS_SPEC,),
                          param_names=("theta",), doc="Givens rotation of |0011>, |1100> (PennyLane convention)")
 
 GATES: dict[str, Gate] = {g.name: g for g in [

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from ..circuit import Input, Param
-from ..engine import run_circuit
+from ..engine import apply_perm_step, build_plan, run_circuit, single_wire_tables, step_matrix
 from ..kernels.apply import apply_diagonal_unchecked, apply_matrix_unchecked
 
 _GEN_CACHE: dict = {}
@@ -25,7 +25,7 @@ def _generator_tensor(gate, k, dtype, device):
     if key not in _GEN_CACHE:
         g = gate.generator(k)
         diag = np.allclose(g, np.diag(np.diag(g)))
-        t = torch.as_tensor(np.diag(g) if diag else g, dtype=dtype, device=device)
+        t = torch.as_tensor(np.array(np.diag(g) if diag else g), dtype=dtype, device=device)
         _GEN_CACHE[key] = (diag, t)
     return _GEN_CACHE[key]
 
@@ -65,8 +65,27 @@ def _inner_real(lam, mu):
     return torch.linalg.vecdot(lam, mu, dim=-1).real
 
 
+def outer_on_wires(lam, psi, wires, n, per_sample):
+    """Σ over the other wires of λ ψ† restricted to ``wires``: (d, d), or (B, d, d) per sample."""
+    B = lam.shape[0]
+    k = len(wires)
+    src = [w + 1 for w in wires]
+    dst = list(range(n - k + 1, n + 1))
+
+    def move(t):
+        return t.reshape(B, *([2] * n)).movedim(src, dst).reshape(B, -1, 2 ** k)
+    g = torch.matmul(move(lam).transpose(1, 2), move(psi).conj())
+    return g if per_sample else g.sum(0)
+
+
 class AdjointExpval(torch.autograd.Function):
-    """Expectations of ``observables`` after ``circuit``; gradients by the adjoint method."""
+    """Expectations of ``observables`` after ``circuit``; gradients by the adjoint method.
+
+    Backward walks the same fused plan as the forward pass in reverse. A fused block M is
+    un-computed with M† and its gradient is the (d × d) matrix 2 Σ λ ψ_in† (one GEMM); the
+    angles' gradients follow by autograd through the small block matrices only. Unfused
+    parametrised gates use their generator (or ∂U/∂θ from the table). No state is stored.
+    """
 
     @staticmethod
     def forward(ctx, circuit, observables, x, state, weights):
@@ -86,7 +105,11 @@ class AdjointExpval(torch.autograd.Function):
         circuit, observables = ctx.circuit, ctx.observables
         psi, x, weights = ctx.saved_tensors
         need_x, need_state, need_w = ctx.needs_input_grad[2], ctx.needs_input_grad[3], ctx.needs_input_grad[4]
+        need_x = need_x and x is not None
         n = circuit.n_wires
+        plan = build_plan(circuit)
+        w_leaf = weights.detach().requires_grad_(need_w)
+        x_leaf = x.detach().requires_grad_(need_x) if x is not None else None
         with torch.no_grad():
             g = grad_values.to(psi.real.dtype)
             lam = None
@@ -95,30 +118,53 @@ class AdjointExpval(torch.autograd.Function):
                 lam = term if lam is None else lam + term
             if lam.shape[0] != psi.shape[0]:
                 lam = lam.expand_as(psi)
-            grad_w = torch.zeros_like(weights) if need_w else None
-            grad_x = torch.zeros_like(x) if (need_x and x is not None) else None
-            for op in reversed(circuit.ops):
+        grad_w = torch.zeros_like(weights) if need_w else None
+        grad_x = torch.zeros_like(x) if need_x else None
+        with torch.enable_grad():
+            tables = single_wire_tables(circuit, plan, x_leaf, w_leaf) if (need_w or need_x) else None
+        mats, mat_grads = [], []
+        for step in reversed(plan.steps):
+            if step.kind == "perm":
+                psi = apply_perm_step(step, psi, n, inverse=True)
+                lam = apply_perm_step(step, lam, n, inverse=True)
+                continue
+            if step.kind == "single":
+                op = step.ops[0]
                 psi_after = psi
-                psi = op.gate.apply(psi, circuit.angle_values(op, x, weights), op.wires, n,
-                                    circuit.data(op), not op.adjoint)
-                wants = [(isinstance(a, Param) and need_w) or (isinstance(a, Input) and grad_x is not None)
-                         for a in op.angles]
-                if any(wants):
+                with torch.no_grad():
                     angles = circuit.angle_values(op, x, weights)
-                    mus = derivative_states(circuit, op, angles, psi, psi_after, n)
-                    for a, want, mu in zip(op.angles, wants, mus):
-                        if not want:
-                            continue
-                        d = 2 * _inner_real(lam, mu)
-                        if isinstance(a, Param):
-                            grad_w[a.index] += a.scale * d.sum()
-                        else:
-                            grad_x[:, a.column] += a.scale * d
-                lam = op.gate.apply(lam, circuit.angle_values(op, x, weights), op.wires, n,
-                                    circuit.data(op), not op.adjoint)
-            grad_state = None
-            if need_state:
-                grad_state = 2 * lam
-                if ctx.state_batch == 1 and lam.shape[0] > 1:
-                    grad_state = grad_state.sum(0, keepdim=True)
-        return None, None, grad_x, grad_state, (grad_w.to(weights.dtype) if grad_w is not None else None)
+                    psi = op.gate.apply(psi, angles, op.wires, n, circuit.data(op), not op.adjoint)
+                    wants = [(isinstance(a, Param) and need_w) or (isinstance(a, Input) and need_x)
+                             for a in op.angles]
+                    if any(wants):
+                        mus = derivative_states(circuit, op, angles, psi, psi_after, n)
+                        for a, want, mu in zip(op.angles, wants, mus):
+                            if want:
+                                d = 2 * _inner_real(lam, mu)
+                                if isinstance(a, Param):
+                                    grad_w[a.index] += a.scale * d.sum()
+                                else:
+                                    grad_x[:, a.column] += a.scale * d
+                    lam = op.gate.apply(lam, angles, op.wires, n, circuit.data(op), not op.adjoint)
+                continue
+            with torch.enable_grad():
+                m = step_matrix(circuit, step, x_leaf, w_leaf, tables)
+            with torch.no_grad():
+                m_dag = m.detach().conj().transpose(-1, -2)
+                psi = apply_matrix_unchecked(psi, m_dag, step.wires, n)
+                if m.requires_grad:
+                    mats.append(m)
+                    mat_grads.append(2 * outer_on_wires(lam, psi, step.wires, n, m.dim() == 3))
+                lam = apply_matrix_unchecked(lam, m_dag, step.wires, n)
+        if mats:
+            torch.autograd.backward(mats, mat_grads)
+            if need_w and w_leaf.grad is not None:
+                grad_w += w_leaf.grad
+            if need_x and x_leaf.grad is not None:
+                grad_x += x_leaf.grad
+        grad_state = None
+        if need_state:
+            grad_state = 2 * lam
+            if ctx.state_batch == 1 and lam.shape[0] > 1:
+                grad_state = grad_state.sum(0, keepdim=True)
+        return None, None, grad_x, grad_state, grad_w

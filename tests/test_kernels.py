@@ -347,27 +347,17 @@ def test_bad_input(call, exc, match):
         call()
 
 
-# Validation the kernels do not do (see the report): these fail with a bare torch error or
-# silently promote the dtype instead of naming the fault.
-@pytest.mark.xfail(strict=True, raises=(AssertionError, RuntimeError, pytest.fail.Exception),
-                   reason="BUG kernels/apply.py: apply_diagonal does not check the diagonal's dtype "
-                          "(complex128 diagonal on a complex64 state silently returns complex128)")
+# Operand dtype and shape are checked before any torch operation runs.
 def test_apply_diagonal_dtype_mismatch():
     with pytest.raises(TypeError, match="apply_diagonal"):
         apply_diagonal(S3, torch.ones(2, dtype=torch.complex128), [0])
 
 
-@pytest.mark.xfail(strict=True, raises=(RuntimeError, pytest.fail.Exception),
-                   reason="BUG kernels/apply.py: apply_controlled does not check the matrix dtype "
-                          "(torch RuntimeError from matmul)")
 def test_apply_controlled_dtype_mismatch():
     with pytest.raises(TypeError, match="apply_controlled"):
         apply_controlled(S3, U1.to(torch.complex128), [0], [1])
 
 
-@pytest.mark.xfail(strict=True, raises=(RuntimeError, pytest.fail.Exception),
-                   reason="BUG kernels/apply.py: apply_controlled does not check the matrix shape "
-                          "(torch RuntimeError 'mat1 and mat2 shapes cannot be multiplied')")
 def test_apply_controlled_wrong_matrix_shape():
     with pytest.raises(ValueError, match="apply_controlled"):
         apply_controlled(S3, U2, [0], [1])

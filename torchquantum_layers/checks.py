@@ -257,27 +257,31 @@ def assert_valid_gate(gate, n_wires=None, dtype=torch.complex128, atol=None, gen
         checked.append("self_inverse")
 
     # -- apply vs dense application ---------------------------------------------------------------
+    # wires: scattered in a random order, reversed, and a contiguous block at the end
     n = k + 2
-    for trial in range(2):
-        order = torch.randperm(n, generator=gen).tolist()
-        wires = tuple(order[:k]) if trial == 0 else tuple(sorted(order[:k], reverse=True))
-        state = _random_state(n, batch, gen, dtype, device)
+    order = torch.randperm(n, generator=gen).tolist()
+    wire_sets = [tuple(order[:k]), tuple(sorted(order[:k], reverse=True)), tuple(range(n - k, n))]
+    for wires in wire_sets:
         params_list = [samples[0]]
         if gate.n_params:
             params_list.append(_random_angles(gate.n_params, gen, real, device, batch=batch))
         for params in params_list:
+            per_sample = bool(params) and params[0].dim() > 0
             m = mat(params)
-            for adjoint in (False, True):
-                u = m.conj().transpose(-1, -2) if adjoint else m
-                full = dense_operator(u, wires, n)
-                if full.dim() == 2:
-                    expect = state @ full.transpose(-1, -2)
-                else:
-                    expect = torch.einsum("bij,bj->bi", full, state)
-                got = gate.apply(state, params, wires, n, data=data, adjoint=adjoint)
-                batched = "per-sample" if params and params[0].dim() else "shared"
-                _close(gate, "apply", got, expect, atol * 4,
-                       f"apply(wires={wires}, {batched} params, adjoint={adjoint}) vs dense: ")
+            # per-sample parameters also meet a state batch of 1, which must broadcast
+            for state_batch in ((batch, 1) if per_sample else (batch,)):
+                state = _random_state(n, state_batch, gen, dtype, device)
+                for adjoint in (False, True):
+                    u = m.conj().transpose(-1, -2) if adjoint else m
+                    full = dense_operator(u, wires, n)
+                    expect = (full @ state.unsqueeze(-1)).squeeze(-1)   # broadcasts the batches
+                    what = (f"apply(wires={wires}, {'per-sample' if per_sample else 'shared'} params, "
+                            f"state batch {state_batch}, adjoint={adjoint}) vs dense: ")
+                    try:
+                        got = gate.apply(state, params, wires, n, data=data, adjoint=adjoint)
+                    except Exception as exc:  # noqa: BLE001 - report which case raised
+                        _fail(gate, "apply", f"{what}raised {type(exc).__name__}: {exc}")
+                    _close(gate, "apply", got, expect, atol * 4, what)
     checked.append("apply")
     return tuple(checked)
 

@@ -45,8 +45,11 @@ def check_diff_method(diff_method: str) -> str:
 
 
 def circuit_expval(circuit, observables, x=None, state=None, diff_method="backprop", shots=None,
-                   generator=None):
-    """Expectation values ``(B, n_obs)`` (or ``(B,)`` for one observable) after ``circuit``."""
+                   generator=None, weights=None):
+    """Expectation values ``(B, n_obs)`` (or ``(B,)`` for one observable) after ``circuit``.
+
+    ``weights`` replaces ``circuit.weights`` for this call (functional use, e.g. gradcheck).
+    """
     from ..engine import run_circuit
     from ..observables import expectation
     check_diff_method(diff_method)
@@ -59,13 +62,18 @@ def circuit_expval(circuit, observables, x=None, state=None, diff_method="backpr
         raise ValueError("expval: diff_method='adjoint' needs exact expectations; with shots use "
                          "'parameter-shift' (as hardware would) or 'backprop' for a value only")
     x, state, squeeze = circuit.prepare(x, state)
+    if weights is None:
+        weights = circuit.weights
+    elif weights.shape != circuit.weights.shape:
+        raise ValueError(f"expval: weights of shape {tuple(weights.shape)} do not match the circuit's "
+                         f"{tuple(circuit.weights.shape)}")
     if diff_method == "backprop":
-        psi = run_circuit(circuit, state, x)
+        psi = run_circuit(circuit, state, x, weights)
         values = torch.stack([expectation(psi, o, shots=shots, generator=generator) for o in obs], dim=-1)
     elif diff_method == "adjoint":
-        values = AdjointExpval.apply(circuit, obs, x, state, circuit.weights)
+        values = AdjointExpval.apply(circuit, obs, x, state, weights)
     else:
-        values = ParameterShiftExpval.apply(circuit, obs, shots, generator, x, state, circuit.weights)
+        values = ParameterShiftExpval.apply(circuit, obs, shots, generator, x, state, weights)
     if single:
         values = values[..., 0]
     if squeeze:
@@ -107,5 +115,30 @@ def quantum_fisher(circuit, x=None, state=None):
     return (overlap - berry[:, :, None] * berry.conj()[:, None, :]).real
 
 
-__all__ = ["circuit_expval", "hessian", "quantum_fisher", "AdjointExpval", "ParameterShiftExpval",
+__all__ = ["expval", "circuit_expval", "hessian", "quantum_fisher", "AdjointExpval", "ParameterShiftExpval",
            "shift_rule", "DIFF_METHODS", "check_diff_method"]
+
+
+def expval(target, observables, x=None, state=None, diff_method="backprop", shots=None, generator=None,
+           weights=None):
+    """``tql.expval``: expectation values of a state tensor or of a circuit's output.
+
+    * ``expval(state, obs, shots=None, generator=None)``: ``state`` is ``(B, 2**n)``.
+    * ``expval(circuit, obs, x=None, state=None, diff_method="backprop", shots=None, ...)``.
+
+    One observable gives ``(B,)``, a list gives ``(B, n_obs)``.
+    """
+    from ..circuit import Circuit
+    if isinstance(target, Circuit):
+        return circuit_expval(target, observables, x=x, state=state, diff_method=diff_method, shots=shots,
+                              generator=generator, weights=weights)
+    if isinstance(target, torch.Tensor):
+        if x is not None or state is not None or weights is not None:
+            raise ValueError("expval(state, obs): x=, state= and weights= apply only when the first "
+                             "argument is a Circuit")
+        from ..observables import expectation
+        obs, single = _observable_list(observables)
+        values = torch.stack([expectation(target, o, shots=shots, generator=generator) for o in obs], dim=-1)
+        return values[..., 0] if single else values
+    raise TypeError(f"expval: first argument must be a Circuit or a (B, 2**n) state tensor, got "
+                    f"{type(target).__name__}")

@@ -19,17 +19,32 @@ _ROW_GEMM_MAX = 8
 
 def check_wires(wires, n_wires: int, what: str = "operator") -> tuple:
     """Validate a wire tuple against n_wires; names what is at fault."""
-    if isinstance(wires, int):
+    if isinstance(wires, int) or (isinstance(wires, torch.Tensor) and wires.dim() == 0):
         wires = (wires,)
-    wires = tuple(wires)
+    wires = tuple(_as_wire(w, what) for w in wires)
+    if not wires:
+        raise ValueError(f"{what}: needs at least one wire")
     for w in wires:
-        if not isinstance(w, int) or isinstance(w, bool):
-            raise TypeError(f"{what}: wire {w!r} is not an int")
         if w < 0 or w >= n_wires:
             raise ValueError(f"{what}: wire {w} is out of range for {n_wires} wires")
     if len(set(wires)) != len(wires):
         raise ValueError(f"{what}: repeated wires {wires}")
     return wires
+
+
+def _as_wire(w, what):
+    """Accept Python, NumPy and 0-d torch integers as wire labels."""
+    if isinstance(w, bool) or not hasattr(w, "__index__"):
+        raise TypeError(f"{what}: wire {w!r} is not an int")
+    return int(w.__index__())
+
+
+def _check_operand(op: torch.Tensor, state: torch.Tensor, what: str):
+    if not isinstance(op, torch.Tensor):
+        raise TypeError(f"{what}: expected a tensor, got {type(op).__name__}")
+    if op.dtype != state.dtype or op.device != state.device:
+        raise TypeError(f"{what}: operand is {op.dtype} on {op.device} but the state is "
+                        f"{state.dtype} on {state.device}")
 
 
 def kron(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -152,9 +167,7 @@ def apply_matrix(state: torch.Tensor, matrix: torch.Tensor, wires) -> torch.Tens
     if matrix.dim() not in (2, 3) or matrix.shape[-2:] != (d, d):
         raise ValueError(f"apply_matrix: matrix of shape {tuple(matrix.shape)} does not act on "
                          f"{len(wires)} wires (expected ({d}, {d}) or (B, {d}, {d}))")
-    if matrix.dtype != state.dtype or matrix.device != state.device:
-        raise TypeError(f"apply_matrix: matrix is {matrix.dtype} on {matrix.device} but the state is "
-                        f"{state.dtype} on {state.device}")
+    _check_operand(matrix, state, "apply_matrix")
     return apply_matrix_unchecked(state, matrix, wires, n)
 
 
@@ -183,6 +196,7 @@ def apply_diagonal(state: torch.Tensor, diag: torch.Tensor, wires) -> torch.Tens
     if diag.dim() not in (1, 2) or diag.shape[-1] != d:
         raise ValueError(f"apply_diagonal: diagonal of shape {tuple(diag.shape)} does not act on "
                          f"{len(wires)} wires (expected ({d},) or (B, {d}))")
+    _check_operand(diag, state, "apply_diagonal")
     return apply_diagonal_unchecked(state, diag, wires, n)
 
 
@@ -266,4 +280,9 @@ def apply_controlled(state: torch.Tensor, matrix: torch.Tensor, controls, target
     if set(controls) & set(targets):
         raise ValueError(f"apply_controlled: wires {sorted(set(controls) & set(targets))} are both "
                          f"control and target")
+    d = 2 ** len(targets)
+    if matrix.dim() not in (2, 3) or matrix.shape[-2:] != (d, d):
+        raise ValueError(f"apply_controlled: matrix of shape {tuple(matrix.shape)} does not act on "
+                         f"{len(targets)} target wire(s) (expected ({d}, {d}) or (B, {d}, {d}))")
+    _check_operand(matrix, state, "apply_controlled")
     return apply_controlled_unchecked(state, matrix, controls, targets, n)

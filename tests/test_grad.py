@@ -1,0 +1,301 @@
+"""Differentiation: backprop, adjoint and parameter-shift give the same values and gradients.
+
+Oracles: torch.autograd.gradcheck (finite differences in float64), a dense NumPy simulator
+(tests/oracle.py) for values and for the metric tensor by finite differences, analytic formulas.
+"""
+import math
+import random
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+import torchquantum_layers as tql
+from torchquantum_layers import gates as G
+from torchquantum_layers.grad import circuit_expval, hessian, quantum_fisher
+from torchquantum_layers.observables import Hamiltonian, PauliString
+
+from . import oracle
+
+METHODS = ["backprop", "adjoint", "parameter-shift"]
+PARAM_GATES = [g for g in G.GATES.values() if g.n_params > 0]
+
+
+def random_hamiltonian(n, n_terms, rng):
+    terms = []
+    for _ in range(n_terms):
+        k = rng.randint(1, min(3, n))
+        wires = rng.sample(range(n), k)
+        terms.append((rng.uniform(-1, 1), " ".join(f"{rng.choice('XYZ')}{w}" for w in wires)))
+    return Hamiltonian(terms, n_wires=n)
+
+
+def gate_circuit(gate, n):
+    """The gate twice: once with trainable angles, once with input angles (reversed wires)."""
+    k = gate.n_wires or 3
+    wires = tuple(range(k))
+    c = tql.Circuit(n).double()
+    c.h(0)
+    c.add(gate, wires, trainable=True)
+    c.add(gate, tuple(reversed(wires)), input=tuple(range(gate.n_params)))
+    c.add("RY", (n - 1,), trainable=True)
+    return c
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("gate", PARAM_GATES, ids=lambda g: g.name)
+def test_gradcheck_every_parametrised_gate(gate, method):
+    rng = random.Random(hash(gate.name) % 1000)
+    n = max(gate.n_wires or 3, 2)
+    c = gate_circuit(gate, n)
+    obs = [random_hamiltonian(n, 3, rng), PauliString(f"Z{n - 1}")]
+    torch.manual_seed(0)
+    w = (torch.rand(c.num_parameters, dtype=torch.float64) * 2 * math.pi).requires_grad_()
+    x = torch.randn(2, gate.n_params, dtype=torch.float64, requires_grad=True)
+    state = tql.random_state(n, 2, dtype=torch.complex128).requires_grad_()
+
+    def f(w, x, state):
+        return circuit_expval(c, obs, x=x, state=state, diff_method=method, weights=w)
+    assert torch.autograd.gradcheck(f, (w, x, state), eps=1e-6, atol=1e-6)
+
+
+def _random_circuit(rng, n, n_gates, shared):
+    names = [name for name, g in G.GATES.items() if not g.takes_data]
+    c = tql.Circuit(n, max_fused_wires=rng.choice([2, 3, 4, 5]))
+    p = c.parameter(rng.uniform(-3, 3))
+    for _ in range(n_gates):
+        g = G.GATES[rng.choice(names)]
+        k = g.n_wires or rng.randint(g.min_wires, max(n, g.min_wires))
+        if k > n:
+            continue
+        wires = rng.sample(range(n), k)
+        mode = rng.choice(["fixed", "trainable", "input", "shared"] if shared else ["fixed", "trainable", "input"])
+        if g.n_params == 0:
+            c.add(g, wires)
+        elif mode == "fixed":
+            c.add(g, wires, *[rng.uniform(-3, 3) for _ in range(g.n_params)])
+        elif mode == "trainable":
+            c.add(g, wires, trainable=True)
+        elif mode == "shared":
+            c.add(g, wires, *([tql.Param(p.index, rng.choice([1.0, -0.5, 2.0]))] * g.n_params))
+        else:
+            c.add(g, wires, input=tuple(rng.randrange(3) for _ in range(g.n_params)), scale=rng.choice([1.0, 0.7]))
+    return c
+
+
+def _grads(c, obs, method, x, state, upstream):
+    c.zero_grad()
+    x = x.clone().requires_grad_()
+    state = state.clone().requires_grad_()
+    values = circuit_expval(c, obs, x=x, state=state, diff_method=method)
+    (values * upstream).sum().backward()
+    gw = c.weights.grad if c.weights.grad is not None else torch.zeros_like(c.weights)
+    gx = x.grad if x.grad is not None else torch.zeros_like(x)
+    return values.detach(), gw.clone(), gx, state.grad
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 6), batch=st.integers(1, 16))
+def test_three_methods_agree_on_random_circuits(seed, n, batch):
+    rng = random.Random(seed)
+    c = _random_circuit(rng, n, rng.randint(1, 25), shared=True).double()
+    obs = [random_hamiltonian(n, rng.randint(1, 4), rng) for _ in range(rng.randint(1, 3))]
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, 3, dtype=torch.float64, generator=gen)
+    state = tql.random_state(n, batch, generator=gen, dtype=torch.complex128)
+    upstream = torch.randn(batch, len(obs), dtype=torch.float64, generator=gen)
+    ref = _grads(c, obs, "backprop", x, state, upstream)
+    for method in ("adjoint", "parameter-shift"):
+        got = _grads(c, obs, method, x, state, upstream)
+        for a, b, what in zip(ref, got, ("values", "weights", "x", "state")):
+            assert torch.allclose(a, b, atol=1e-9), f"{method} {what}: max err {(a - b).abs().max():.3g}"
+
+
+def test_values_match_dense_oracle():
+    rng = random.Random(7)
+    n = 4
+    c = tql.Circuit(n).double()
+    ops = []
+    for w in range(n):
+        th = rng.uniform(-2, 2)
+        c.ry(w, th)
+        ops.append(("RY", (w,), (th,)))
+    for w in range(n - 1):
+        c.cnot(w, w + 1)
+        ops.append(("CNOT", (w, w + 1), ()))
+    th = rng.uniform(-2, 2)
+    c.crx(3, 0, th)
+    ops.append(("CRX", (3, 0), (th,)))
+    psi = oracle.run_ops(ops, n, np.eye(1, 2 ** n, dtype=complex))[0]
+    H = np.kron(oracle.pauli_matrix("XZ"), np.eye(4)) * 0.5 + oracle.pauli_matrix("IZIY") * -1.2
+    exact = float(np.real(psi.conj() @ H @ psi))
+    obs = Hamiltonian([(0.5, "X0 Z1"), (-1.2, "Z1 Y3")])
+    for method in METHODS:
+        got = circuit_expval(c, obs, diff_method=method)
+        assert got.shape == (1,)
+        assert abs(got.item() - exact) < 1e-12
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_gradients_reach_a_linear_layer_before_the_circuit(method, dtype, device):
+    torch.manual_seed(0)
+    n = 3
+    c = tql.templates.angle_encoding(tql.Circuit(n), rotation="Y")
+    tql.templates.hardware_efficient(c, n_layers=1)
+    c = c.to(device)
+    if dtype == torch.complex128:
+        c = c.double()
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    linear = torch.nn.Linear(2, n).to(device=device, dtype=real)
+    x = torch.randn(5, 2, device=device, dtype=real)
+    values = circuit_expval(c, [PauliString(f"Z{w}") for w in range(n)], x=linear(x), diff_method=method)
+    values.pow(2).sum().backward()
+    assert linear.weight.grad is not None and linear.weight.grad.abs().sum() > 0
+    # same gradient as plain autograd
+    g = linear.weight.grad.clone()
+    linear.zero_grad()
+    c.zero_grad()
+    circuit_expval(c, [PauliString(f"Z{w}") for w in range(n)], x=linear(x)).pow(2).sum().backward()
+    tol = 1e-4 if dtype == torch.complex64 else 1e-9
+    assert torch.allclose(g, linear.weight.grad, atol=tol)
+
+
+@pytest.mark.parametrize("dtype_", [torch.complex64, torch.complex128], ids=["c64", "c128"])
+def test_adjoint_long_circuit_matches_backprop_and_keeps_norm(dtype_):
+    torch.manual_seed(1)
+    n, layers = 5, 25
+    c = tql.templates.angle_encoding(tql.Circuit(n), rotation="X")
+    for _ in range(layers):                # 25 layers × (3 rotations × 5 + 5 CNOT) = 500 gates + encoding
+        for w in range(n):
+            c.rx(w, trainable=True)
+            c.ry(w, trainable=True)
+            c.rz(w, trainable=True)
+        for w in range(n):
+            c.cnot(w, (w + 1) % n)
+    assert len(c.ops) >= 500
+    if dtype_ == torch.complex128:
+        c = c.double()
+    real = torch.float64 if dtype_ == torch.complex128 else torch.float32
+    x = torch.rand(4, n, dtype=real)
+    obs = [PauliString(f"Z{w}") for w in range(n)]
+    grads = {}
+    for method in ("backprop", "adjoint"):
+        c.zero_grad()
+        circuit_expval(c, obs, x=x, diff_method=method).sum().backward()
+        grads[method] = c.weights.grad.clone()
+    tol = 2e-3 if dtype_ == torch.complex64 else 1e-9
+    assert torch.allclose(grads["backprop"], grads["adjoint"], atol=tol)
+    # un-computing the whole circuit returns a normalised state: run it and its inverse
+    with torch.no_grad():
+        psi = c(x)
+        back = c.inverse()(x, state=psi)
+    norm_tol = 1e-4 if dtype_ == torch.complex64 else 1e-12
+    assert torch.allclose(torch.linalg.vector_norm(back, dim=1), torch.ones(4, dtype=real), atol=norm_tol)
+    assert torch.allclose(back[:, 0].abs(), torch.ones(4, dtype=real), atol=10 * norm_tol)
+
+
+def test_second_derivative_through_backprop():
+    c = tql.Circuit(1).double()
+    c.rx(0, trainable=True, init=0.7)
+    e = circuit_expval(c, PauliString("Z0"))
+    (g,) = torch.autograd.grad(e.sum(), c.weights, create_graph=True)
+    (h,) = torch.autograd.grad(g.sum(), c.weights)
+    assert abs(g.item() + math.sin(0.7)) < 1e-12
+    assert abs(h.item() + math.cos(0.7)) < 1e-12
+
+
+def test_hessian_against_finite_differences_of_gradients():
+    rng = random.Random(3)
+    c = _random_circuit(rng, 3, 12, shared=False).double()
+    if c.num_parameters < 2:
+        c.ry(0, trainable=True)
+    obs = random_hamiltonian(3, 4, rng)
+    hess = hessian(c, obs)
+    w0 = c.weights.detach().clone()
+    eps = 1e-5
+    fd = torch.zeros_like(hess)
+    for i in range(len(w0)):
+        grads = []
+        for sgn in (1, -1):
+            w = w0.clone()
+            w[i] += sgn * eps
+            w.requires_grad_()
+            (gr,) = torch.autograd.grad(circuit_expval(c, obs, weights=w).sum(), w)
+            grads.append(gr)
+        fd[i] = (grads[0] - grads[1]) / (2 * eps)
+    assert torch.allclose(hess, fd, atol=1e-6)
+
+
+def test_quantum_fisher_against_dense_finite_differences():
+    th = [0.4, -1.1, 0.8]
+    c = tql.Circuit(2).double()
+    c.rx(0, trainable=True, init=th[0])
+    c.ry(1, trainable=True, init=th[1])
+    c.cnot(0, 1)
+    c.rz(0, trainable=True, init=th[2])
+    c.ry(0, 0.3)
+
+    def psi_np(t):
+        ops = [("RX", (0,), (t[0],)), ("RY", (1,), (t[1],)), ("CNOT", (0, 1), ()), ("RZ", (0,), (t[2],)),
+               ("RY", (0,), (0.3,))]
+        return oracle.run_ops(ops, 2, np.eye(1, 4, dtype=complex))[0]
+    eps = 1e-6
+    psi = psi_np(th)
+    d = []
+    for i in range(3):
+        tp, tm = list(th), list(th)
+        tp[i] += eps
+        tm[i] -= eps
+        d.append((psi_np(tp) - psi_np(tm)) / (2 * eps))
+    ref = np.array([[np.real(d[i].conj() @ d[j] - (d[i].conj() @ psi) * (psi.conj() @ d[j])) for j in range(3)]
+                    for i in range(3)])
+    got = quantum_fisher(c)[0].numpy()
+    assert np.allclose(got, ref, atol=1e-7)
+
+
+def test_parameter_shift_with_shots_is_unbiased():
+    c = tql.Circuit(2).double()
+    c.rx(0, trainable=True, init=0.9)
+    c.cnot(0, 1)
+    c.ry(1, trainable=True, init=-0.4)
+    obs = Hamiltonian([(1.0, "Z1"), (0.5, "X1")])
+    exact_w = None
+    c.zero_grad()
+    circuit_expval(c, obs).sum().backward()
+    exact_w = c.weights.grad.clone()
+    estimates = []
+    gen = torch.Generator().manual_seed(5)
+    for _ in range(20):
+        c.zero_grad()
+        circuit_expval(c, obs, diff_method="parameter-shift", shots=2000, generator=gen).sum().backward()
+        estimates.append(c.weights.grad.clone())
+    est = torch.stack(estimates)
+    mean, sem = est.mean(0), est.std(0) / math.sqrt(len(estimates))
+    assert torch.all((mean - exact_w).abs() < 5 * sem + 1e-3), (mean, exact_w, sem)
+
+
+def test_shift_rules():
+    from torchquantum_layers.grad import shift_rule
+    shifts, coeffs = shift_rule((1.0,))
+    assert shifts == (math.pi / 2,) and coeffs == (0.5,)
+    shifts, coeffs = shift_rule(G.CRX.frequencies(0))           # the four-term rule
+    assert np.allclose(shifts, [math.pi / 2, 3 * math.pi / 2])
+    c1 = (math.sqrt(2) + 1) / (4 * math.sqrt(2))
+    c2 = (math.sqrt(2) - 1) / (4 * math.sqrt(2))
+    assert np.allclose(coeffs, [c1, -c2])
+
+
+def test_bad_input():
+    c = tql.Circuit(2)
+    c.rx(0, trainable=True)
+    with pytest.raises(ValueError, match="diff_method must be one of"):
+        circuit_expval(c, PauliString("Z0"), diff_method="finite-diff")
+    with pytest.raises(ValueError, match="adjoint.*shots|shots.*parameter-shift"):
+        circuit_expval(c, PauliString("Z0"), diff_method="adjoint", shots=100)
+    with pytest.raises(ValueError, match="weights of shape"):
+        circuit_expval(c, PauliString("Z0"), weights=torch.zeros(3))
+    with pytest.raises(ValueError, match="acts on 3 wires"):
+        circuit_expval(c, PauliString("Z2"))
+    with pytest.raises(TypeError, match="observable"):
+        circuit_expval(c, [PauliString("Z0"), 3])

@@ -46,6 +46,37 @@ def test_strategies_cover_the_table():
         assert hasattr(tql.Circuit, alias.lower()), alias
 
 
+def _gate_spec(name, n=5):
+    """A fixed circuit around one gate: scattered, reversed wires; each angle kind used once."""
+    k = S.min_wires_of(name) if name not in ("MULTIRZ", "MULTICONTROLLEDX") else 3
+    k = 2 if name in S.DATA_GATES else k
+    wires = (4, 1, 3, 0)[:k]
+    p = S.n_params_of(name)
+    recipes = [S.AngleSpec("input", 0.0, 1, 0.5), S.AngleSpec("new", 0.8, 0, -1.0),
+               S.AngleSpec("fixed", -2.1), S.AngleSpec("shared", 0.0, 0, 2.0)]
+    angles = tuple(recipes[i % 4] for i in range(p))
+    ops = [S.OpSpec("H", "h", (w,)) for w in range(n)]
+    ops += [S.OpSpec("RY", "ry", (w,), angles=(S.AngleSpec("fixed", 0.3 + w),)) for w in range(n)]
+    ops.append(S.OpSpec(name, name.lower(), wires, angles=angles, seed=11))
+    ops += [S.OpSpec("CNOT", "cnot", (w, w + 1)) for w in range(n - 1)]
+    return S.CircuitSpec(n, tuple(ops), shared=(0.45,), batch=3, seed=3)
+
+
+@pytest.mark.parametrize("name", S.ALL_GATES)
+def test_every_gate_in_a_circuit_matches_oracle(name, dtype, device, atol):
+    spec = _gate_spec(name)
+    x = S.features(spec, dtype, device)
+    psi0 = S.initial_states(spec)
+    ref = None
+    for fuse, k in [(False, None), (True, 2), (True, 4), (True, 5)]:
+        c, recipe = S.build(spec, dtype, device, fuse=fuse, max_fused_wires=k)
+        if ref is None:
+            ref = S.oracle_states(recipe, spec.n_wires, S.weights_of(c), N(x), psi0)
+            inv_ref = S.oracle_states(recipe, spec.n_wires, S.weights_of(c), N(x), psi0, inverse=True)
+        close(c(x, state=T(psi0, dtype, device)), ref, atol, f"{name} fuse={fuse} k={k}")
+        close(c.inverse()(x, state=T(psi0, dtype, device)), inv_ref, atol, f"{name} inverse fuse={fuse} k={k}")
+
+
 @HYP
 @given(spec=S.circuit_specs(max_wires=7, max_ops=12))
 def test_random_circuit_matches_oracle(spec, dtype, device, atol):
@@ -218,6 +249,14 @@ def test_state_batch_of_one_broadcasts_against_x(fuse, dtype, device, atol):
     close(c(x, state=one[0]), N(out), atol)
 
 
+def test_state_batch_of_one_broadcasts_even_without_input_gates():
+    c = tql.Circuit(1)
+    c.h(0)
+    x = torch.zeros(4, 1)
+    assert c(x).shape == (4, 2)
+    assert c(x, state=tql.zero_state(1)).shape == (4, 2)
+
+
 def test_unbatched_features_are_a_batch_of_one(dtype, atol):
     c = tql.Circuit(1, dtype=dtype)
     c.ry(0, input=0)
@@ -339,9 +378,6 @@ def test_gradient_flows_to_input_features(device):
     np.testing.assert_allclose(N(x.grad)[:, 0], 0.25 * np.sin(xs / 2), atol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Circuit.parameter builds the init value with "
-                   "torch.as_tensor(float(init)) (float32) before casting to the weights' float64, so "
-                   "init=0.1 on a complex128 circuit stores 0.10000000149011612")
 def test_parameter_init_is_exact_in_double():
     c = tql.Circuit(1, dtype=torch.complex128)
     p = c.parameter(init=0.1)
@@ -421,9 +457,6 @@ def test_copy_method_and_torch_module_api():
     assert "n_wires=3" in repr(a)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Circuit is not picklable: the gate table's matrix "
-                   "functions are closures (gates._const.<locals>.fn, lambdas), so pickle.dumps(c) "
-                   "and torch.save(c) raise AttributeError/PicklingError")
 def test_pickle_round_trip():
     a = _sample_circuit()
     x = torch.rand(2, 2)
@@ -447,17 +480,17 @@ def test_double_switches_to_complex128(atol):
 
 
 def test_double_after_build_matches_oracle():
-    spec_c = _sample_circuit()
-    spec_c.double()
+    c = _sample_circuit()
+    c.double()
     x = torch.rand(2, 2, dtype=torch.float64)
-    w = S.weights_of(spec_c)
+    w = S.weights_of(c)
     u = oracle.random_unitary(4, np.random.default_rng(5))
     dg = oracle.random_phases(2, np.random.default_rng(6))
     xs = N(x)
     ops = [("H", 0, ()), ("RX", 1, (w[0],)), ("CNOT", (0, 2), ()), ("ROT", 2, tuple(w[1:4])),
            ("RZ", 0, (0.5 * xs[:, 1],)), (u, (2, 0), ()), (np.diag(dg), (1,), ()), ("CRX", (1, 0), (0.4,))]
     ref = oracle.run_ops(ops, 3, S.zero_states(3))
-    close(spec_c(x), ref, 1e-10)
+    close(c(x), ref, 1e-10)
 
 
 def test_text_drawing():
@@ -480,6 +513,18 @@ def test_text_drawing():
     assert c.draw() == text
     with pytest.raises(ValueError, match="style"):
         c.draw("svg")
+
+
+def test_text_drawing_of_the_inverse():
+    c = tql.Circuit(2)
+    c.crx(0, 1, 0.3)
+    c.rx(0, 0.2)
+    c.h(1)
+    lines = str(c.inverse()).splitlines()
+    assert len(lines) == 2
+    assert "RX†(0.2)" in lines[0] and "●" in lines[0]
+    assert "RX†(0.3)" in lines[1] and "H" in lines[1] and "H†" not in lines[1]   # H is self-inverse
+    assert lines[1].index("H") < lines[1].index("RX†(0.3)")                    # reversed order
 
 
 def test_count_ops_and_depth():
@@ -650,6 +695,23 @@ def test_non_finite_fixed_angle(bad):
         c.u3(1, 0.1, bad, 0.2)
 
 
+@pytest.mark.parametrize("how", ["input=", "Input", "Param", "parameter", "trainable"])
+def test_non_finite_scale(how):
+    c = tql.Circuit(1)
+    bad = float("nan")
+    with pytest.raises(ValueError, match="finite"):
+        if how == "input=":
+            c.ry(0, input=0, scale=bad)
+        elif how == "Input":
+            c.ry(0, tql.Input(0, float("inf")))
+        elif how == "Param":
+            c.ry(0, tql.Param(c.parameter(init=0.1).index, bad))
+        elif how == "parameter":
+            c.parameter(init=0.1, scale=bad)
+        else:
+            c.ry(0, trainable=True, init=0.1, scale=bad)
+
+
 def test_non_number_angle():
     c = tql.Circuit(1)
     with pytest.raises(TypeError, match=r"RX: angle '0.3' is not a number"):
@@ -658,9 +720,7 @@ def test_non_number_angle():
         c.rx(0, torch.tensor([0.1, 0.2]))
 
 
-@pytest.mark.parametrize("col", [-1, pytest.param(1.5, marks=pytest.mark.xfail(
-    strict=True, reason="BUG: input=1.5 raises TypeError(\"'float' object is not iterable\") from "
-    "tuple(input) in Circuit._resolve_angles instead of naming the bad input column")), "0"])
+@pytest.mark.parametrize("col", [-1, 1.5, "0", True])
 def test_bad_input_column(col):
     c = tql.Circuit(1)
     with pytest.raises(ValueError, match=rf"RY: input column {col!r} must be a non-negative int"):
@@ -668,8 +728,6 @@ def test_bad_input_column(col):
     assert len(c) == 0
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a tql.Input angle given positionally is not validated: "
-                   "c.ry(0, tql.Input(-1)) is accepted and then silently reads the last column of x")
 def test_bad_input_column_as_input_object():
     c = tql.Circuit(1)
     with pytest.raises(ValueError, match="input column -1"):
@@ -685,9 +743,6 @@ def test_input_column_out_of_range_at_call_time():
         c(torch.zeros(5, 2))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: calling a circuit that reads input features without x "
-                   "raises TypeError(\"'NoneType' object is not subscriptable\") from deep inside the "
-                   "engine instead of an error naming the missing input")
 def test_missing_x_for_input_circuit():
     c = tql.Circuit(2)
     c.ry(0, input=0)
@@ -752,6 +807,15 @@ def test_state_dtype_mismatch():
         c(state=tql.zero_state(2, dtype=torch.complex64))
     with pytest.raises(TypeError, match="state dtype must be complex64 or complex128, got torch.float64"):
         c(state=torch.zeros(1, 4, dtype=torch.float64))
+
+
+def test_device_mismatch():
+    c = tql.Circuit(1)
+    c.ry(0, input=0)
+    with pytest.raises(TypeError, match="input x is on meta but the circuit is on cpu"):
+        c(torch.zeros(2, 1, device="meta"))
+    with pytest.raises(TypeError, match="state is on meta but the circuit is on cpu"):
+        c(torch.zeros(2, 1), state=torch.zeros(1, 2, dtype=torch.complex64, device="meta"))
 
 
 def test_non_unitary_qubit_unitary():

@@ -48,8 +48,21 @@ class Op:
     def name(self) -> str:
         return self.gate.name + ("†" if self.adjoint and not self.gate.self_inverse else "")
 
+    def __reduce__(self):
+        # gates hold closures: pickle them by name (controlled gates by target and count)
+        return (_rebuild_op, (G.gate_key(self.gate), self.wires, self.angles, self.data_key, self.adjoint))
+
+
+def _rebuild_op(gate_key, wires, angles, data_key, adjoint):
+    return Op(G.gate_from_key(gate_key), wires, angles, data_key, adjoint)
+
 
 _INIT = ("uniform", "normal", "zeros", "small")
+
+
+def _check_scale(scale, what):
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
+        raise ValueError(f"{what}: scale {scale!r} must be a finite number")
 
 
 class Circuit(nn.Module):
@@ -98,12 +111,14 @@ class Circuit(nn.Module):
                      "small": lambda: torch.randn(()) * 0.01,
                      "zeros": lambda: torch.zeros(())}[init]()
         else:
-            value = torch.as_tensor(float(init))
+            value = torch.tensor(float(init), dtype=torch.float64)
             if not torch.isfinite(value):
                 raise ValueError(f"Circuit.parameter: init {init!r} is not finite")
+        _check_scale(scale, "Circuit.parameter")
         with torch.no_grad():
             new = torch.cat([self.weights.detach(), value.reshape(1).to(self.weights)])
-        self.weights = nn.Parameter(new, requires_grad=self.weights.requires_grad)
+        # grow in place: the Parameter object (shared with inverse() circuits) stays the same
+        self.weights.data = new
         self._plan_cache = None
         return Param(new.shape[0] - 1, float(scale))
 
@@ -133,23 +148,25 @@ class Circuit(nn.Module):
         given = sum(x is not None for x in (trainable or None, input))
         if given > 1 or (given and angles):
             raise ValueError(f"{gate.name}: give angles positionally, or trainable=True, or input=, not several")
+        _check_scale(scale, gate.name)
         if trainable:
             angles = tuple(self.parameter(init, scale) for _ in range(n))
         elif input is not None:
-            cols = (input,) if isinstance(input, int) else tuple(input)
+            cols = (input,) if not isinstance(input, (tuple, list)) else tuple(input)
             if len(cols) != n:
                 raise ValueError(f"{gate.name} takes {n} parameter(s) but input= names {len(cols)} column(s)")
-            for c in cols:
-                if not isinstance(c, int) or c < 0:
-                    raise ValueError(f"{gate.name}: input column {c!r} must be a non-negative int")
             angles = tuple(Input(c, float(scale)) for c in cols)
         if len(angles) != n:
             raise ValueError(f"{gate.name} takes {n} parameter(s), got {len(angles)}")
         out = []
         for a in angles:
             if isinstance(a, (Param, Input)):
+                _check_scale(a.scale, gate.name)
                 if isinstance(a, Param) and not 0 <= a.index < self.weights.shape[0]:
                     raise ValueError(f"{gate.name}: Param index {a.index} does not exist in this circuit")
+                if isinstance(a, Input) and (isinstance(a.column, bool) or not isinstance(a.column, int)
+                                             or a.column < 0):
+                    raise ValueError(f"{gate.name}: input column {a.column!r} must be a non-negative int")
                 out.append(a)
                 continue
             if isinstance(a, torch.Tensor):
@@ -294,6 +311,8 @@ class Circuit(nn.Module):
             if x.device.type == "cpu" and not torch.isfinite(x).all():
                 raise ValueError("Circuit: input features contain NaN or inf")
             x = x.to(REAL_OF[dtype])
+        elif self.n_inputs:
+            raise ValueError(f"Circuit: gates read {self.n_inputs} input column(s) but no x was given")
         if state is None:
             batch = x.shape[0] if x is not None else 1
             check_allocation(self.n_wires, batch, dtype, device)
@@ -315,6 +334,8 @@ class Circuit(nn.Module):
                 raise TypeError(f"Circuit: state is on {state.device} but the circuit is on {device}")
             if x is not None and state.shape[0] not in (1, x.shape[0]):
                 raise ValueError(f"Circuit: state batch {state.shape[0]} does not match input batch {x.shape[0]}")
+            if x is not None and state.shape[0] == 1 and x.shape[0] > 1:
+                state = state.expand(x.shape[0], -1)   # the output batch is always x's
         return x, state, squeeze
 
     def angle_values(self, op: Op, x, weights=None):

@@ -8,7 +8,7 @@ OpenQASM 3 / Qiskit; the first wire of a gate is the most significant bit of its
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
@@ -460,5 +460,17 @@ def check_unitary(matrix: torch.Tensor, what: str = "QubitUnitary") -> None:
         raise ValueError(f"{what}: matrix is not unitary (max |U U^dagger - I| = {float(err):.3g} > {tol:g})")
 
 
-def with_name(gate: Gate, name: str) -> Gate:
-    return replace(gate, name=name)
+def gate_key(gate: Gate):
+    """A picklable description of a gate: its table name, or (target name, controls, name)."""
+    if GATES.get(gate.name) is gate:
+        return gate.name
+    if gate.n_controls and GATES.get(gate.target.name) is gate.target:
+        return (gate.target.name, gate.n_controls, gate.name)
+    raise ValueError(f"gate {gate.name} is neither in the table nor a controlled table gate: cannot pickle it")
+
+
+def gate_from_key(key) -> Gate:
+    if isinstance(key, str):
+        return GATES[key]
+    target, n_controls, name = key
+    return controlled(GATES[target], n_controls, name)

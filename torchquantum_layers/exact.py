@@ -1,0 +1,180 @@
+"""Exact diagonalisation of Pauli-sum Hamiltonians: ground states and spectra.
+
+``ground_state(H, k)`` uses dense ``torch.linalg.eigh`` up to :data:`DENSE_EIGH_MAX_WIRES`
+qubits, and beyond that a matrix-free Lanczos (``scipy.sparse.linalg.eigsh`` driven by
+:func:`~torchquantum_layers.observables.apply_hamiltonian`, so no matrix is ever built) or, when
+SciPy is not installed, ``torch.lobpcg`` on the sparse matrix. Everything runs in float64 /
+complex128.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Optional
+
+import torch
+
+from .observables import DENSE_MAX_WIRES, Hamiltonian, PauliString, _popcount, apply_hamiltonian
+
+__all__ = ["ground_state", "spectrum", "DENSE_EIGH_MAX_WIRES"]
+
+DENSE_EIGH_MAX_WIRES = 12
+"""``method="auto"`` diagonalises densely up to this many qubits."""
+
+
+def _as_hamiltonian(H, what) -> Hamiltonian:
+    if isinstance(H, PauliString):
+        return Hamiltonian(H)
+    if isinstance(H, str):
+        return Hamiltonian.from_string(H)
+    if not isinstance(H, Hamiltonian):
+        raise TypeError(f"{what}: expected a Hamiltonian or PauliString, got {type(H).__name__}")
+    return H
+
+
+def _prepare(H, n_wires, what):
+    H = _as_hamiltonian(H, what)
+    if not H.is_hermitian:
+        c, p = H._non_hermitian_term()
+        raise ValueError(f"{what}: the Hamiltonian is not Hermitian (term {c!r} * {p} has a complex "
+                         f"coefficient); eigenvalues need a Hermitian operator")
+    n = H._resolve_n(n_wires, what)
+    return H, n
+
+
+def _is_real(H: Hamiltonian) -> bool:
+    """The matrix is real when every term has an even number of Y factors."""
+    return all(_popcount(x & z) % 2 == 0 for (x, z), c in H._term_dict().items() if c != 0)
+
+
+def ground_state(H, k: int = 1, n_wires: Optional[int] = None, method: str = "auto",
+                 tol: float = 1e-10, device=None):
+    """The ``k`` lowest eigenpairs of a Hermitian Hamiltonian.
+
+    Returns ``(energies, states)``: float64 ``(k,)`` in ascending order and complex128
+    ``(k, 2**n)`` normalised eigenvectors (rows; each defined up to a phase, and within a
+    degenerate level up to a unitary mix).
+
+    ``method``: ``"auto"`` (dense for n <= 12, else ``"eigsh"`` if SciPy is installed, else
+    ``"lobpcg"``), ``"dense"`` (``torch.linalg.eigh``; refused beyond 14 qubits), ``"eigsh"``
+    (matrix-free Lanczos on H·ψ) or ``"lobpcg"`` (``torch.lobpcg`` on the sparse matrix).
+    """
+    H, n = _prepare(H, n_wires, "ground_state")
+    N = 2 ** n
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= N:
+        raise ValueError(f"ground_state: k must be an int in [1, {N}] for {n} qubits, got {k!r}")
+    k = int(k)
+    if method == "auto":
+        if n <= DENSE_EIGH_MAX_WIRES:
+            method = "dense"
+        else:
+            try:
+                import scipy.sparse.linalg  # noqa: F401
+                method = "eigsh"
+            except ImportError:
+                method = "lobpcg"
+    if method == "dense" or (method in ("eigsh", "lobpcg") and N <= max(8, 3 * k + 1)):
+        # tiny problems: the iterative solvers need N well above k
+        return _dense(H, n, k, device)
+    if method == "eigsh":
+        return _eigsh(H, n, k, tol)
+    if method == "lobpcg":
+        return _lobpcg(H, n, k, tol, device)
+    raise ValueError(f"ground_state: method must be 'auto', 'dense', 'eigsh' or 'lobpcg', got {method!r}")
+
+
+def spectrum(H, n_wires: Optional[int] = None, force: bool = False) -> torch.Tensor:
+    """All eigenvalues (float64, ascending) by dense ``eigvalsh``; refuses n > 14 unless ``force``."""
+    H, n = _prepare(H, n_wires, "spectrum")
+    real = _is_real(H)
+    m = H.to_dense(n, force=force)
+    return torch.linalg.eigvalsh(m.real if real else m)
+
+
+def _dense(H, n, k, device):
+    if n > DENSE_MAX_WIRES:
+        raise ValueError(f"ground_state: method='dense' on {n} qubits needs a {2 ** n} x {2 ** n} matrix; "
+                         f"the limit is {DENSE_MAX_WIRES}: use method='eigsh' or 'lobpcg'")
+    m = H.to_dense(n, device=device)
+    if _is_real(H):
+        e, v = torch.linalg.eigh(m.real)
+        v = v.to(torch.complex128)
+    else:
+        e, v = torch.linalg.eigh(m)
+    return e[:k].contiguous(), v[:, :k].T.contiguous()
+
+
+def _eigsh(H, n, k, tol):
+    import numpy as np
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    N = 2 ** n
+    real = _is_real(H)
+    dtype = np.float64 if real else np.complex128
+
+    def matvec(v):
+        v = np.asarray(v).reshape(-1)
+        psi = torch.from_numpy(np.ascontiguousarray(v, dtype=np.complex128)).unsqueeze(0)
+        out = apply_hamiltonian(psi, H)[0].numpy()
+        return out.real.copy() if real else out
+
+    op = LinearOperator((N, N), matvec=matvec, dtype=dtype)
+    v0 = np.random.default_rng(1234).standard_normal(N).astype(dtype)
+    e, v = eigsh(op, k=k, which="SA", tol=tol, v0=v0, ncv=min(N, max(2 * k + 1, 20)))
+    order = np.argsort(e)
+    e, v = e[order], v[:, order]
+    states = torch.from_numpy(np.ascontiguousarray(v.T)).to(torch.complex128)
+    states = states / torch.linalg.vector_norm(states, dim=1, keepdim=True)
+    return torch.from_numpy(e.astype(np.float64)), states
+
+
+def _lobpcg(H, n, k, tol, device):
+    """``torch.lobpcg`` works on real symmetric matrices: a complex H = A + iB is embedded as
+    [[A, -B], [B, A]] (each eigenvalue twice), then a Rayleigh-Ritz step on the complex span
+    recovers k eigenpairs of H."""
+    N = 2 ** n
+    sp = H.to_sparse(n, device=device).to_sparse_coo().coalesce()
+    idx, val = sp.indices(), sp.values()
+    real = _is_real(H)
+    if real:
+        A = torch.sparse_coo_tensor(idx, val.real, (N, N), check_invariants=False).coalesce()
+        m, kk = N, k
+    else:
+        r, c = idx
+        rows = torch.cat([r, r, r + N, r + N])
+        cols = torch.cat([c, c + N, c, c + N])
+        vals = torch.cat([val.real, -val.imag, val.imag, val.real])
+        A = torch.sparse_coo_tensor(torch.stack([rows, cols]), vals, (2 * N, 2 * N),
+                                    check_invariants=False).coalesce()
+        m, kk = 2 * N, 2 * k
+    gen = torch.Generator(device="cpu").manual_seed(1234)
+    X = torch.randn(m, kk, generator=gen, dtype=torch.float64).to(A.device)
+    # lobpcg's own tolerance is relative to ||A||; a Rayleigh-Ritz polish below does the rest
+    e, v = torch.lobpcg(A, k=kk, X=X, largest=False, tol=max(tol, 1e-8), niter=2000)
+    cand = v.to(torch.complex128) if real else torch.complex(v[:N], v[N:])    # (N, kk)
+    return _rayleigh_ritz(H, cand.T.contiguous(), k, tol)
+
+
+def _rayleigh_ritz(H, X, k, tol, max_iter=50):
+    """Lowest k Ritz pairs of H on span{X, HX, H²X}, iterated until the residual is below tol."""
+    for _ in range(max_iter):
+        HX = apply_hamiltonian(X, H)
+        basis = torch.cat([X, HX, apply_hamiltonian(HX, H)]).T                # (N, 3r)
+        q, r = torch.linalg.qr(basis)
+        d = r.diagonal().abs()
+        q = q[:, d > 1e-10 * d.max()]
+        hq = apply_hamiltonian(q.T.contiguous(), H).T
+        small = q.conj().T @ hq
+        ev, w = torch.linalg.eigh((small + small.conj().T) / 2)
+        X = (q @ w[:, :k]).T.contiguous()
+        X = X / torch.linalg.vector_norm(X, dim=1, keepdim=True)
+        e = ev[:k].contiguous()
+        if _residual(H, e, X) <= tol * max(1.0, float(ev.abs().max())):
+            break
+    return e, X
+
+
+def _residual(H, e, states) -> float:
+    """max_i ||H v_i - e_i v_i|| (for tests and sanity checks)."""
+    hv = apply_hamiltonian(states, H)
+    return float(torch.linalg.vector_norm(hv - e[:, None] * states, dim=1).max())
+

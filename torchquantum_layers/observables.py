@@ -1,0 +1,1480 @@
+"""Pauli-sum observables: ``PauliString``, ``Hamiltonian``, batched ⟨ψ|H|ψ⟩ and H·ψ without matrices.
+
+A Pauli string is two bit masks over wires, an X part and a Z part (a Y sets both):
+``P = i^{|x∧z|} X^x Z^z``. On a basis state ``P|j⟩ = i^{|x∧z|} (-1)^{|j∧z|} |j⊕x⟩``, so P·ψ is
+one index flip and one sign vector: no 2^n × 2^n matrix is ever needed.
+
+A Hamiltonian ``H = Σ_t c_t P_t`` is compiled once per (n, dtype, device) by grouping its terms
+by X mask. The terms of a group share the flip ``j ↦ j⊕x``, and their signs and phases combine
+into ONE diagonal ``D_x[j] = Σ_t c_t i^{|x∧z_t|} (-1)^{|j∧z_t|}``:
+
+    (H·ψ)[i] = Σ_x D_x[i⊕x] ψ[i⊕x]
+
+so a call costs one pass per distinct X mask, not per term. The X-free group (all-Z terms and
+the constant) is one precomputed real vector; its expectation is one weighted sum of |ψ|².
+
+Expectations use the Hermitian pairing of j and j⊕x: with p the pivot wire (the last wire of x)
+and ψ₀, ψ₁ the halves of the state where wire p is 0 and 1,
+
+    ⟨ψ|H_x|ψ⟩ = 2 Re Σ_k D_x[0,k] ψ₀[k] conj(ψ₁[k⊕x'])        (x' = x without p)
+
+that is one ``torch.flip`` of half the (conjugated) state on the axes of x', one multiply, and
+one GEMV against a precomputed real table (the same GEMV serves a whole list of observables).
+The pivot is the last wire of x so that no flip touches the innermost axis (slow in torch).
+For small states, where the fixed cost of a torch call dominates, all groups are evaluated at
+once by a single gather instead (``method="gather"``).
+
+Memory: a group's table holds one value per amplitude. Tables are cached up to
+:data:`TABLE_CACHE_BYTES` (512 MiB) per compiled form, the costliest to rebuild first; the
+groups past that cap rebuild their table at each call (one small GEMM over the wires their Z
+masks touch, then one expansion), so e.g. a 24-qubit Hamiltonian with hundreds of X masks stays
+within memory at the price of speed.
+
+Conventions: wire 0 is the most significant bit of a basis index; ⟨ψ|H|ψ⟩ is the bilinear form
+ψ†Hψ (states are not renormalised); expectations are real and need a Hermitian observable.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections import OrderedDict
+from typing import Iterable, Optional, Union
+
+import torch
+
+from .kernels.apply import apply_matrix_unchecked
+from .kernels.state import COMPLEX_DTYPES, REAL_OF, n_wires_of
+
+__all__ = ["PauliString", "Hamiltonian", "expectation", "apply_hamiltonian", "commutator",
+           "qwc_groups", "TABLE_CACHE_BYTES", "DENSE_MAX_WIRES"]
+
+TABLE_CACHE_BYTES = 512 * 2 ** 20
+"""Cap on the bytes of per-group tables one compiled form keeps (per Hamiltonian, n, dtype,
+device and use). Groups past the cap rebuild their table at each call instead of caching it."""
+
+DENSE_MAX_WIRES = 14
+"""``to_dense`` refuses more wires than this unless ``force=True``."""
+
+# Small states: below these sizes all X groups are done by one gather (call overhead dominates).
+_GATHER_MAX_TABLE = 2 ** 21      # G * 2**n entries of the stacked index / table
+_GATHER_MAX_WORK = 2 ** 21       # B * G * 2**n gathered amplitudes per call
+
+_HERMITIAN_RTOL = 1e-12
+
+Number = Union[int, float, complex]
+
+# ------------------------------------------------------------------------------------------------
+# Pauli algebra on (x, z) bits: I=(0,0) X=(1,0) Z=(0,1) Y=(1,1)
+_LETTER_BITS = {"I": (0, 0), "X": (1, 0), "Z": (0, 1), "Y": (1, 1)}
+_BITS_LETTER = {v: k for k, v in _LETTER_BITS.items()}
+_PHASES = (1, 1j, -1, -1j)
+
+
+def _popcount(v: int) -> int:
+    return bin(v).count("1")
+
+
+def _mask_product(x1: int, z1: int, x2: int, z2: int):
+    """(phase, x, z) with P(x1,z1) · P(x2,z2) = phase · P(x,z) for Hermitian Pauli strings.
+
+    P(x,z) = i^{|x∧z|} X^x Z^z and Z^z X^x = (-1)^{|x∧z|} X^x Z^z.
+    """
+    x, z = x1 ^ x2, z1 ^ z2
+    k = (_popcount(x1 & z1) + _popcount(x2 & z2) + 2 * _popcount(z1 & x2) - _popcount(x & z)) % 4
+    return _PHASES[k], x, z
+
+
+def _wires_of_mask(mask: int) -> tuple:
+    out, w = [], 0
+    while mask:
+        if mask & 1:
+            out.append(w)
+        mask >>= 1
+        w += 1
+    return tuple(out)
+
+
+def _mask_of(wires) -> int:
+    m = 0
+    for w in wires:
+        m |= 1 << w
+    return m
+
+
+def _index_mask(wire_mask: int, n: int) -> int:
+    """Wire mask (bit w = wire w) -> basis-index mask (wire w = bit n-1-w)."""
+    out = 0
+    for w in _wires_of_mask(wire_mask):
+        out |= 1 << (n - 1 - w)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# parsing
+_FACTOR_RE = re.compile(r"([A-Za-z]+)(\d*)")
+
+
+def _parse_factor(word: str, text, sole: bool):
+    """One word of a Pauli string -> list of (letter, wire)."""
+    m = _FACTOR_RE.fullmatch(word)
+    if m is None:
+        raise ValueError(f"cannot read Pauli factor {word!r} in {text!r}: write a letter I, X, Y or Z "
+                         f"followed by a wire number, e.g. 'X0 Z2'")
+    letters, digits = m.group(1).upper(), m.group(2)
+    bad = [ch for ch in letters if ch not in _LETTER_BITS]
+    if bad:
+        raise ValueError(f"unknown Pauli factor {word!r} in {text!r}: {m.group(1)[letters.index(bad[0])]!r} "
+                         f"is not one of I, X, Y, Z (write a letter then a wire number, e.g. 'X0 Z2')")
+    if digits:
+        if len(letters) != 1:
+            raise ValueError(f"cannot read Pauli factor {word!r} in {text!r}: one letter then a wire "
+                             f"number, e.g. 'X3'")
+        return [(letters, int(digits))] if letters != "I" else []
+    if letters == "I":
+        return []
+    if not sole:
+        raise ValueError(f"Pauli factor {word!r} in {text!r} has no wire number: write e.g. "
+                         f"'{letters[0]}0' (a letters-only label such as 'XIZ' must stand alone)")
+    return [(ch, i) for i, ch in enumerate(letters) if ch != "I"]     # dense label: letter i on wire i
+
+
+def _combine(factors, text, allow_product: bool):
+    """Multiply factors left to right -> (phase, x, z); repeated wires only if allow_product."""
+    phase, x, z = 1, 0, 0
+    seen = set()
+    for letter, wire in factors:
+        if wire in seen and not allow_product:
+            raise ValueError(f"Pauli string {text!r} repeats wire {wire}: one factor per wire (to "
+                             f"multiply operators on one wire join them with '@', e.g. "
+                             f"Hamiltonian.from_string('X0 @ Z0'))")
+        seen.add(wire)
+        bx, bz = _LETTER_BITS[letter]
+        ph, x, z = _mask_product(x, z, bx << wire, bz << wire)
+        phase *= ph
+    return phase, x, z
+
+
+def _check_wire(w, text) -> int:
+    if isinstance(w, bool) or not isinstance(w, numbers.Integral):
+        raise TypeError(f"Pauli string {text!r}: wire {w!r} is not an int")
+    w = int(w)
+    if w < 0:
+        raise ValueError(f"Pauli string {text!r}: wire {w} is negative")
+    return w
+
+
+def _pairs_to_factors(pairs, text):
+    factors = []
+    for pair in pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"Pauli string {text!r}: expected (wire, letter) pairs, got {pair!r}")
+        a, b = pair
+        if isinstance(a, str) and not isinstance(b, str):
+            a, b = b, a
+        if not isinstance(b, str) or b.upper() not in _LETTER_BITS:
+            raise ValueError(f"Pauli string {text!r}: unknown Pauli {b!r}, expected one of I, X, Y, Z")
+        w = _check_wire(a, text)
+        if b.upper() != "I":
+            factors.append((b.upper(), w))
+    return factors
+
+
+def _check_n_wires(n_wires, what) -> int:
+    if isinstance(n_wires, bool) or not isinstance(n_wires, numbers.Integral) or n_wires < 0:
+        raise ValueError(f"{what}: n_wires must be a non-negative int, got {n_wires!r}")
+    return int(n_wires)
+
+
+# ------------------------------------------------------------------------------------------------
+class PauliString:
+    """A tensor product of single-qubit Paulis, e.g. ``PauliString("X0 Z2 Y5")``.
+
+    Specs: factors ``"X0 Z2 Y5"`` (a letter and a wire, any order, each wire at most once; ``""``
+    or ``"I"`` is the identity), a letters-only label ``"XIZ"`` (letter i on wire i), a mapping
+    ``{0: "X", 2: "Z"}``, pairs ``[(0, "X"), (2, "Z")]`` (OpenFermion order; ``("X", 0)`` works
+    too) or another PauliString. Stored as two bit masks (bit w = wire w).
+
+    A PauliString is Hermitian and carries no coefficient: the product of two (``P @ Q`` or
+    ``P * Q``) is a one-term :class:`Hamiltonian` whose coefficient is the phase (±1, ±i), and
+    ``P.product(Q)`` returns ``(phase, PauliString)``. Numbers times strings, sums and
+    differences are Hamiltonians.
+    """
+
+    __slots__ = ("_x", "_z", "_n_wires", "_ham")
+
+    def __init__(self, spec: Union[str, dict, Iterable, "PauliString"] = "", n_wires: Optional[int] = None):
+        if isinstance(spec, PauliString):
+            x, z = spec._x, spec._z
+            if n_wires is None:
+                n_wires = spec._n_wires
+        elif isinstance(spec, str):
+            words = spec.split()
+            factors = []
+            for word in words:
+                factors += _parse_factor(word, spec, sole=len(words) == 1)
+            _, x, z = _combine(factors, spec, allow_product=False)
+        elif isinstance(spec, dict):
+            _, x, z = _combine(_pairs_to_factors(spec.items(), spec), spec, allow_product=False)
+        elif isinstance(spec, (list, tuple)):
+            _, x, z = _combine(_pairs_to_factors(spec, spec), spec, allow_product=False)
+        else:
+            raise TypeError(f"PauliString: cannot build a Pauli string from {type(spec).__name__} {spec!r}")
+        self._x, self._z, self._ham = x, z, None
+        if n_wires is not None:
+            n_wires = _check_n_wires(n_wires, f"PauliString {self}")
+            if (x | z) >> n_wires:
+                raise ValueError(f"PauliString {self}: acts on wire {max(self.wires)} but n_wires={n_wires}")
+        self._n_wires = n_wires
+
+    @classmethod
+    def from_masks(cls, x_mask: int, z_mask: int, n_wires: Optional[int] = None) -> "PauliString":
+        """From wire bit masks (bit w set: wire w has an X, resp. Z, part; both: Y)."""
+        if x_mask < 0 or z_mask < 0:
+            raise ValueError(f"PauliString.from_masks: masks must be non-negative, got {x_mask}, {z_mask}")
+        p = cls.__new__(cls)
+        p._x, p._z, p._n_wires, p._ham = int(x_mask), int(z_mask), None, None
+        if n_wires is not None:
+            p = PauliString(p, n_wires=n_wires)
+        return p
+
+    @classmethod
+    def product_of(cls, text: str):
+        """Multiply the factors of ``text`` left to right, repeated wires allowed:
+        ``PauliString.product_of("X0 @ Z0") == (-1j, PauliString("Y0"))``."""
+        factors = []
+        for word in text.replace("@", " ").split():
+            factors += _parse_factor(word, text, sole=False)
+        phase, x, z = _combine(factors, text, allow_product=True)
+        return phase, cls.from_masks(x, z)
+
+    # -- description --------------------------------------------------------------------------
+    @property
+    def x_mask(self) -> int:
+        return self._x
+
+    @property
+    def z_mask(self) -> int:
+        return self._z
+
+    @property
+    def wires(self) -> tuple:
+        """Wires with a non-identity factor, sorted."""
+        return _wires_of_mask(self._x | self._z)
+
+    @property
+    def weight(self) -> int:
+        return _popcount(self._x | self._z)
+
+    @property
+    def n_wires(self) -> int:
+        """The given ``n_wires``, else 1 + the largest wire (0 for the identity)."""
+        if self._n_wires is not None:
+            return self._n_wires
+        return (self._x | self._z).bit_length()
+
+    def letter(self, wire: int) -> str:
+        return _BITS_LETTER[((self._x >> wire) & 1, (self._z >> wire) & 1)]
+
+    @property
+    def ops(self) -> dict:
+        """``{wire: letter}`` of the non-identity factors."""
+        return {w: self.letter(w) for w in self.wires}
+
+    def label(self, n_wires: Optional[int] = None) -> str:
+        """Dense label, letter i on wire i: ``PauliString("X0 Z2").label(4) == "XIZI"``."""
+        n = self.n_wires if n_wires is None else _check_n_wires(n_wires, "label")
+        if (self._x | self._z) >> n:
+            raise ValueError(f"PauliString {self}: acts on wire {max(self.wires)}, beyond {n} wires")
+        return "".join(self.letter(w) for w in range(n))
+
+    def __str__(self) -> str:
+        return " ".join(f"{self.letter(w)}{w}" for w in self.wires) or "I"
+
+    def __repr__(self) -> str:
+        return f"PauliString({str(self)!r})"
+
+    def __hash__(self) -> int:
+        return hash((self._x, self._z))
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, PauliString):
+            return self._x == other._x and self._z == other._z
+        if isinstance(other, Hamiltonian):
+            return other == self
+        return NotImplemented
+
+    def _as_hamiltonian(self) -> "Hamiltonian":
+        if self._ham is None:
+            self._ham = Hamiltonian(self)
+        return self._ham
+
+    # -- algebra ------------------------------------------------------------------------------
+    def product(self, other: "PauliString"):
+        """``(phase, Q)`` with ``self · other = phase · Q``."""
+        if not isinstance(other, PauliString):
+            raise TypeError(f"PauliString.product: expected a PauliString, got {type(other).__name__}")
+        phase, x, z = _mask_product(self._x, self._z, other._x, other._z)
+        return phase, PauliString.from_masks(x, z)
+
+    def commutes_with(self, other) -> bool:
+        """True when the operators commute (they anticommute on an even number of wires)."""
+        if isinstance(other, PauliString):
+            return (_popcount(self._x & other._z) + _popcount(self._z & other._x)) % 2 == 0
+        return Hamiltonian(self).commutes_with(other)
+
+    def qubitwise_commutes(self, other: "PauliString") -> bool:
+        """True when on every wire the two factors are equal or one is the identity."""
+        both = (self._x | self._z) & (other._x | other._z)
+        return (self._x & both) == (other._x & both) and (self._z & both) == (other._z & both)
+
+    def adjoint(self) -> "PauliString":
+        return self
+
+    @property
+    def is_hermitian(self) -> bool:
+        return True
+
+    def __matmul__(self, other):
+        if isinstance(other, PauliString):
+            phase, q = self.product(other)
+            return Hamiltonian([(phase, q)], n_wires=_merge_n(self._n_wires, other._n_wires))
+        if isinstance(other, Hamiltonian):
+            return Hamiltonian(self) @ other
+        return NotImplemented
+
+    def __mul__(self, other):
+        if isinstance(other, (PauliString, Hamiltonian)):
+            return self @ other
+        if _is_number(other):
+            return Hamiltonian([(other, self)])
+        return NotImplemented
+
+    def __rmul__(self, other):
+        if _is_number(other):
+            return Hamiltonian([(other, self)])
+        return NotImplemented
+
+    def __truediv__(self, other):
+        if _is_number(other):
+            return Hamiltonian([(1 / _as_coeff(other, "PauliString / number"), self)])
+        return NotImplemented
+
+    def __neg__(self):
+        return Hamiltonian([(-1.0, self)])
+
+    def __add__(self, other):
+        return Hamiltonian(self).__add__(other)
+
+    def __radd__(self, other):
+        return Hamiltonian(self).__radd__(other)
+
+    def __sub__(self, other):
+        return Hamiltonian(self).__sub__(other)
+
+    def __rsub__(self, other):
+        return Hamiltonian(self).__rsub__(other)
+
+    def to_dense(self, n_wires: Optional[int] = None, **kwargs) -> torch.Tensor:
+        return Hamiltonian(self).to_dense(n_wires, **kwargs)
+
+    def to_sparse(self, n_wires: Optional[int] = None, **kwargs) -> torch.Tensor:
+        return Hamiltonian(self).to_sparse(n_wires, **kwargs)
+
+
+def _merge_n(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)
+
+
+def _is_number(v) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, numbers.Number):
+        return True
+    return isinstance(v, torch.Tensor) and v.dim() == 0
+
+
+def _as_coeff(c, where) -> Number:
+    if isinstance(c, bool):
+        raise TypeError(f"{where}: coefficient {c!r} is a bool, not a number")
+    if isinstance(c, torch.Tensor):
+        if c.dim() != 0:
+            raise TypeError(f"{where}: a coefficient must be a number, got a tensor of shape {tuple(c.shape)}")
+        if c.requires_grad:
+            raise TypeError(f"{where}: coefficients are plain numbers; a tensor that requires grad "
+                            f"cannot be one (trainable coefficients are not supported)")
+        c = c.item()
+    if not isinstance(c, numbers.Number):
+        raise TypeError(f"{where}: coefficient {c!r} is not a number")
+    c = complex(c)
+    if not (math.isfinite(c.real) and math.isfinite(c.imag)):
+        raise ValueError(f"{where}: coefficient {c} is not finite")
+    return c.real if c.imag == 0 else c
+
+
+def _fmt_coeff(c) -> str:
+    if isinstance(c, complex):
+        s = repr(c)
+        return s if s.startswith("(") else f"({s})"
+    return repr(float(c))
+
+
+# ------------------------------------------------------------------------------------------------
+# Hamiltonian string grammar: terms separated by + / -; a term is numbers and Pauli words joined by
+# spaces or '*'; '@' between factors makes the term an operator product (repeats allowed).
+_TOKEN_RE = re.compile(r"""\s*(?:
+    (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[jJ]?)
+  | \((?P<paren>[^()]*)\)
+  | (?P<word>[A-Za-z]+\d*)
+  | (?P<op>[-+*@])
+  | (?P<bad>\S)
+)""", re.X)
+
+
+def _tokenize(text: str):
+    pos, out = 0, []
+    text = text.rstrip()
+    while pos < len(text):
+        m = _TOKEN_RE.match(text, pos)
+        pos = m.end()
+        kind = m.lastgroup
+        if kind == "bad":
+            raise ValueError(f"Hamiltonian.from_string: unexpected {m.group('bad')!r} at position "
+                             f"{m.start('bad')} in {text!r}")
+        out.append((kind, m.group(kind)))
+    return out
+
+
+def _parse_hamiltonian(text: str):
+    toks = _tokenize(text)
+    if not toks:
+        raise ValueError(f"Hamiltonian.from_string: empty expression {text!r}")
+    terms = []
+    i = 0
+    while i < len(toks):
+        sign = 1
+        while i < len(toks) and toks[i] in (("op", "+"), ("op", "-")):
+            sign = -sign if toks[i][1] == "-" else sign
+            i += 1
+        coeff, words, product, items = complex(sign), [], False, 0
+        start = i
+        while i < len(toks) and toks[i] not in (("op", "+"), ("op", "-")):
+            kind, val = toks[i]
+            if kind == "num":
+                coeff *= complex(val)
+                items += 1
+            elif kind == "paren":
+                try:
+                    coeff *= complex(val.replace(" ", ""))
+                except ValueError:
+                    raise ValueError(f"Hamiltonian.from_string: cannot read the number ({val}) in "
+                                     f"{text!r}") from None
+                items += 1
+            elif kind == "word":
+                words.append(val)
+                items += 1
+            elif val == "@":
+                product = True
+            i += 1
+        if items == 0:
+            raise ValueError(f"Hamiltonian.from_string: empty term in {text!r}")
+        term_text = " ".join(v for k, v in toks[start:i] if k == "word")
+        factors = []
+        for w in words:
+            factors += _parse_factor(w, text, sole=len(words) == 1)
+        phase, x, z = _combine(factors, term_text, allow_product=product)
+        terms.append((coeff * phase, PauliString.from_masks(x, z)))
+    return terms
+
+
+# ------------------------------------------------------------------------------------------------
+class Hamiltonian:
+    """A weighted sum of Pauli strings ``Σ_t c_t P_t`` (immutable).
+
+    Build it from ``(coeff, pauli)`` pairs, ``Hamiltonian([(0.5, "Z0 Z1"), (-0.2, "X0")])``
+    (``pauli``: any :class:`PauliString` spec; a string with ``@`` is a product), from a string
+    ``Hamiltonian.from_string("0.5*Z0 Z1 - 0.2*X0 + 1.1")`` (a bare number is a constant term), or
+    from a ``{pauli: coeff}`` dict (:meth:`from_pauli_dict`; OpenFermion's ``QubitOperator.terms``
+    works as is). ``n_wires`` is given or inferred (1 + the largest wire).
+
+    ``len(H)`` is the number of stored terms; :meth:`simplify` merges equal strings and drops
+    zeros. ``+``, ``-``, ``*`` by a number, ``/``, ``@`` (or ``*``) operator product and ``**`` a
+    non-negative int build new Hamiltonians; ``==`` compares the operators (merged coefficients,
+    up to 1e-12). ``str(H)`` reads back with :meth:`from_string`.
+    """
+
+    __slots__ = ("_terms", "_n_wires", "_merged", "_plans", "_support", "_herm")
+
+    def __init__(self, terms=(), n_wires: Optional[int] = None):
+        if isinstance(terms, Hamiltonian):
+            parsed = terms._terms
+            n_wires = terms._n_wires if n_wires is None else n_wires
+        elif isinstance(terms, PauliString):
+            parsed = ((1.0, terms),)
+            n_wires = terms._n_wires if n_wires is None else n_wires
+        elif isinstance(terms, str):
+            parsed = tuple((_as_coeff(c, "Hamiltonian"), p) for c, p in _parse_hamiltonian(terms))
+        elif isinstance(terms, dict):
+            parsed = Hamiltonian.from_pauli_dict(terms)._terms
+        else:
+            try:
+                items = list(terms)
+            except TypeError:
+                raise TypeError(f"Hamiltonian: expected (coeff, pauli) pairs, a string or a dict, got "
+                                f"{type(terms).__name__}") from None
+            parsed = []
+            for k, item in enumerate(items):
+                if isinstance(item, PauliString):
+                    parsed.append((1.0, item))
+                    continue
+                if not isinstance(item, (tuple, list)) or len(item) != 2:
+                    raise TypeError(f"Hamiltonian: term {k} must be a (coeff, pauli) pair, got {item!r}")
+                c, p = item
+                if not _is_number(c) and _is_number(p):
+                    c, p = p, c
+                c = _as_coeff(c, f"Hamiltonian term {k} ({p!r})")
+                if not isinstance(p, PauliString):
+                    if isinstance(p, str) and "@" in p:
+                        phase, p = PauliString.product_of(p)
+                        c = _as_coeff(c * phase, f"Hamiltonian term {k}")
+                    else:
+                        p = PauliString(p)
+                parsed.append((c, p))
+        self._terms = tuple(parsed)
+        support = 0
+        for _, p in self._terms:
+            support |= p._x | p._z
+        self._support = support
+        if n_wires is not None:
+            n_wires = _check_n_wires(n_wires, "Hamiltonian")
+            if support >> n_wires:
+                c, p = next((c, p) for c, p in self._terms if (p._x | p._z) >> n_wires)
+                raise ValueError(f"Hamiltonian: term {_fmt_coeff(c)} * {p} acts on wire {max(p.wires)} "
+                                 f"but n_wires={n_wires}")
+        self._n_wires = n_wires
+        self._merged = None
+        self._herm = None
+        self._plans = {}
+
+    # -- constructors -------------------------------------------------------------------------
+    @classmethod
+    def from_string(cls, text: str, n_wires: Optional[int] = None) -> "Hamiltonian":
+        """Parse ``"0.5*Z0 Z1 - 0.2*X0 + 1.1"``.
+
+        Terms are separated by ``+``/``-``; a term is numbers (``2``, ``1e-3``, ``(0.5+1j)``) and
+        Pauli factors (``X0``, or one letters-only label like ``XIZ``) joined by spaces or ``*``,
+        each wire at most once. Joining factors with ``@`` makes the term an operator product
+        instead: ``"X0 @ Z0"`` is ``-1j * Y0`` (repeated wires allowed, phases kept).
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"Hamiltonian.from_string: expected a str, got {type(text).__name__}")
+        return cls(_parse_hamiltonian(text), n_wires=n_wires)
+
+    @classmethod
+    def from_pauli_dict(cls, terms: dict, n_wires: Optional[int] = None) -> "Hamiltonian":
+        """From ``{pauli: coeff}``; keys are PauliString specs: ``"X0 Z1"``, ``"XIZ"``, a PauliString,
+        or a tuple of ``(wire, letter)`` pairs as in OpenFermion (``()`` is the identity)."""
+        if not isinstance(terms, dict):
+            raise TypeError(f"Hamiltonian.from_pauli_dict: expected a dict, got {type(terms).__name__}")
+        return cls([(c, p) for p, c in terms.items()], n_wires=n_wires)
+
+    # -- description --------------------------------------------------------------------------
+    @property
+    def terms(self) -> tuple:
+        """The stored ``(coeff, PauliString)`` pairs."""
+        return self._terms
+
+    @property
+    def coeffs(self) -> list:
+        return [c for c, _ in self._terms]
+
+    @property
+    def paulis(self) -> list:
+        return [p for _, p in self._terms]
+
+    @property
+    def n_wires(self) -> int:
+        """The given ``n_wires``, else 1 + the largest wire."""
+        if self._n_wires is not None:
+            return self._n_wires
+        return max([self._support.bit_length()] + [p._n_wires or 0 for _, p in self._terms])
+
+    @property
+    def wires(self) -> tuple:
+        return _wires_of_mask(self._support)
+
+    @property
+    def constant(self) -> Number:
+        """Sum of the coefficients of the identity terms."""
+        return sum((c for c, p in self._terms if p._x == 0 and p._z == 0), 0.0)
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def __iter__(self):
+        return iter(self._terms)
+
+    def _term_dict(self) -> "OrderedDict":
+        """Merged ``{(x, z): coeff}`` (exact sums, first-appearance order, zeros kept)."""
+        if self._merged is None:
+            d = OrderedDict()
+            for c, p in self._terms:
+                key = (p._x, p._z)
+                d[key] = d.get(key, 0) + c
+            self._merged = d
+        return self._merged
+
+    def simplify(self, tol: float = 1e-12) -> "Hamiltonian":
+        """Merge equal strings (first-appearance order), drop coefficients with |c| <= tol, and
+        make coefficients with |imag| <= tol real."""
+        out = []
+        for (x, z), c in self._term_dict().items():
+            c = complex(c)
+            if abs(c) <= tol:
+                continue
+            out.append((c.real if abs(c.imag) <= tol else c, PauliString.from_masks(x, z)))
+        return Hamiltonian(out, n_wires=self._n_wires)
+
+    @property
+    def num_x_masks(self) -> int:
+        """Number of distinct X masks among the merged non-zero terms (passes per call)."""
+        return len({x for (x, z), c in self._term_dict().items() if c != 0})
+
+    def x_groups(self) -> dict:
+        """``{x_mask: [(coeff, PauliString), ...]}`` of the merged non-zero terms."""
+        out = {}
+        for (x, z), c in self._term_dict().items():
+            if c != 0:
+                out.setdefault(x, []).append((c, PauliString.from_masks(x, z)))
+        return out
+
+    @property
+    def is_hermitian(self) -> bool:
+        """True when every merged coefficient is real (up to 1e-12 of the largest)."""
+        if self._herm is None:
+            self._herm = self._non_hermitian_term() is None
+        return self._herm
+
+    def _non_hermitian_term(self):
+        d = self._term_dict()
+        tol = _HERMITIAN_RTOL * max([1.0] + [abs(c) for c in d.values()])
+        for (x, z), c in d.items():
+            if abs(complex(c).imag) > tol:
+                return c, PauliString.from_masks(x, z)
+        return None
+
+    def adjoint(self) -> "Hamiltonian":
+        return Hamiltonian([(_conj(c), p) for c, p in self._terms], n_wires=self._n_wires)
+
+    def __repr__(self) -> str:
+        n = len(self._terms)
+        body = _format_terms(self._terms if n <= 12 else self._terms[:6])
+        if n > 12:
+            body += f" + ... ({n} terms)"
+        return f"Hamiltonian({body}, n_wires={self.n_wires})"
+
+    def __str__(self) -> str:
+        return _format_terms(self._terms)
+
+    # -- algebra ------------------------------------------------------------------------------
+    @staticmethod
+    def _coerce(other):
+        if isinstance(other, Hamiltonian):
+            return other
+        if isinstance(other, PauliString):
+            return Hamiltonian(other)
+        if _is_number(other):
+            return Hamiltonian([(other, PauliString())])
+        return None
+
+    def __add__(self, other):
+        o = self._coerce(other)
+        if o is None:
+            return NotImplemented
+        return Hamiltonian(self._terms + o._terms, n_wires=_merge_n(self._n_wires, o._n_wires))
+
+    def __radd__(self, other):
+        o = self._coerce(other)
+        if o is None:
+            return NotImplemented
+        return o + self
+
+    def __neg__(self):
+        return Hamiltonian([(-c, p) for c, p in self._terms], n_wires=self._n_wires)
+
+    def __sub__(self, other):
+        o = self._coerce(other)
+        if o is None:
+            return NotImplemented
+        return self + (-o)
+
+    def __rsub__(self, other):
+        o = self._coerce(other)
+        if o is None:
+            return NotImplemented
+        return o + (-self)
+
+    def __mul__(self, other):
+        if _is_number(other):
+            a = _as_coeff(other, "Hamiltonian * number")
+            return Hamiltonian([(_as_coeff(a * c, "Hamiltonian * number"), p) for c, p in self._terms],
+                               n_wires=self._n_wires)
+        if isinstance(other, (Hamiltonian, PauliString)):
+            return self @ other
+        return NotImplemented
+
+    def __rmul__(self, other):
+        if _is_number(other):
+            return self * other
+        return NotImplemented
+
+    def __truediv__(self, other):
+        if _is_number(other):
+            return self * (1 / _as_coeff(other, "Hamiltonian / number"))
+        return NotImplemented
+
+    def __matmul__(self, other):
+        o = None if _is_number(other) else self._coerce(other)
+        if o is None:
+            return NotImplemented
+        out = OrderedDict()
+        for (x1, z1), c1 in self._term_dict().items():
+            if c1 == 0:
+                continue
+            for (x2, z2), c2 in o._term_dict().items():
+                if c2 == 0:
+                    continue
+                ph, x, z = _mask_product(x1, z1, x2, z2)
+                out[(x, z)] = out.get((x, z), 0) + ph * c1 * c2
+        terms = [(_as_coeff(c, "product"), PauliString.from_masks(x, z)) for (x, z), c in out.items()]
+        return Hamiltonian(terms, n_wires=_merge_n(self._n_wires, o._n_wires))
+
+    def __rmatmul__(self, other):
+        o = None if _is_number(other) else self._coerce(other)
+        if o is None:
+            return NotImplemented
+        return o @ self
+
+    def __pow__(self, k):
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
+            raise ValueError(f"Hamiltonian ** {k!r}: the power must be a non-negative int")
+        out = Hamiltonian([(1.0, PauliString())], n_wires=self._n_wires)
+        base, k = self, int(k)
+        while k:
+            if k & 1:
+                out = out @ base
+            k >>= 1
+            if k:
+                base = base @ base
+        return out
+
+    def commutator(self, other) -> "Hamiltonian":
+        """``[self, other] = self @ other - other @ self``, simplified."""
+        o = self._coerce(other)
+        if o is None:
+            raise TypeError(f"commutator: expected a Hamiltonian or PauliString, got {type(other).__name__}")
+        # commuting pairs cancel; anticommuting ones give 2 c1 c2 P1 P2
+        out = OrderedDict()
+        for (x1, z1), c1 in self._term_dict().items():
+            for (x2, z2), c2 in o._term_dict().items():
+                if c1 == 0 or c2 == 0 or (_popcount(x1 & z2) + _popcount(z1 & x2)) % 2 == 0:
+                    continue
+                ph, x, z = _mask_product(x1, z1, x2, z2)
+                out[(x, z)] = out.get((x, z), 0) + 2 * ph * c1 * c2
+        terms = [(_as_coeff(c, "commutator"), PauliString.from_masks(x, z)) for (x, z), c in out.items()]
+        return Hamiltonian(terms, n_wires=_merge_n(self._n_wires, o._n_wires)).simplify()
+
+    def commutes_with(self, other, tol: float = 1e-12) -> bool:
+        """True when ``[self, other]`` vanishes (coefficients within ``tol``)."""
+        return len(self.commutator(other).simplify(tol)) == 0
+
+    def equals(self, other, tol: float = 1e-12) -> bool:
+        """Operator equality: merged coefficients agree within ``tol`` (absolute) or 1e-9 relative."""
+        o = self._coerce(other)
+        if o is None:
+            return False
+        a, b = self._term_dict(), o._term_dict()
+        for key in set(a) | set(b):
+            ca, cb = complex(a.get(key, 0)), complex(b.get(key, 0))
+            if abs(ca - cb) > max(tol, 1e-9 * max(abs(ca), abs(cb))):
+                return False
+        return True
+
+    def __eq__(self, other):
+        if self._coerce(other) is None:
+            return NotImplemented
+        return self.equals(other)
+
+    __hash__ = None
+
+    # -- matrices -----------------------------------------------------------------------------
+    def _resolve_n(self, n_wires, what) -> int:
+        if n_wires is None:
+            return self.n_wires
+        n = _check_n_wires(n_wires, what)
+        if self._support >> n:
+            c, p = next((c, p) for c, p in self._terms if (p._x | p._z) >> n)
+            raise ValueError(f"{what}: term {_fmt_coeff(c)} * {p} acts on wire {max(p.wires)} "
+                             f"but n_wires={n}")
+        return n
+
+    def to_dense(self, n_wires: Optional[int] = None, dtype=torch.complex128, device=None,
+                 force: bool = False) -> torch.Tensor:
+        """The 2^n × 2^n matrix (wire 0 = most significant bit). Refuses n > 14 unless ``force``."""
+        n = self._resolve_n(n_wires, "to_dense")
+        N = 2 ** n
+        if n > DENSE_MAX_WIRES and not force:
+            itemsize = torch.empty((), dtype=dtype).element_size()
+            raise ValueError(f"to_dense: {n} qubits need a {N} x {N} matrix ({N * N * itemsize / 2 ** 30:.1f} "
+                             f"GiB as {dtype}); the limit is {DENSE_MAX_WIRES} qubits: pass force=True to "
+                             f"build it anyway, or use to_sparse / apply_hamiltonian")
+        out = torch.zeros(N, N, dtype=torch.complex128, device=device)
+        rows, cols, vals = _sparse_entries(self, n, device)
+        if rows is not None:
+            out.index_put_((rows, cols), vals, accumulate=True)
+        return out.to(dtype)
+
+    def to_sparse(self, n_wires: Optional[int] = None, dtype=torch.complex128, device=None) -> torch.Tensor:
+        """The matrix as a torch sparse CSR tensor (at most one entry per row per X mask)."""
+        n = self._resolve_n(n_wires, "to_sparse")
+        N = 2 ** n
+        rows, cols, vals = _sparse_entries(self, n, device)
+        if rows is None:
+            rows = cols = torch.zeros(0, dtype=torch.int64, device=device)
+            vals = torch.zeros(0, dtype=torch.complex128, device=device)
+        coo = torch.sparse_coo_tensor(torch.stack([rows, cols]), vals.to(dtype), (N, N),
+                                      check_invariants=False).coalesce()
+        return coo.to_sparse_csr()
+
+    # -- compiled forms -----------------------------------------------------------------------
+    def compile(self, n_wires: int, dtype=torch.complex64, device="cpu", kind: str = "expval",
+                cache_bytes: Optional[int] = None):
+        """The cached compiled form for (n_wires, dtype, device): ``kind`` is ``"expval"`` (needs
+        a Hermitian H) or ``"apply"``; ``cache_bytes`` caps its cached per-group tables
+        (default :data:`TABLE_CACHE_BYTES`)."""
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        key = (kind, n_wires, dtype, device, cache_bytes)
+        plan = self._plans.get(key)
+        if plan is None:
+            _check_fits(self, n_wires, "compile")
+            cb = TABLE_CACHE_BYTES if cache_bytes is None else int(cache_bytes)
+            if kind == "expval":
+                _require_hermitian([self], "expectation")
+                plan = _ExpvalPlan([self], n_wires, dtype, device, cb)
+            elif kind == "apply":
+                plan = _ApplyPlan(self, n_wires, dtype, device, cb)
+            else:
+                raise ValueError(f"compile: kind must be 'expval' or 'apply', got {kind!r}")
+            self._plans[key] = plan
+        return plan
+
+
+def _conj(c):
+    return c.conjugate() if isinstance(c, complex) else c
+
+
+def _format_terms(terms) -> str:
+    if not terms:
+        return "0"
+    parts = []
+    for k, (c, p) in enumerate(terms):
+        word = "" if (p._x == 0 and p._z == 0) else str(p)
+        if isinstance(c, complex):
+            s = _fmt_coeff(c) + (f" * {word}" if word else "")
+            parts.append(s if k == 0 else "+ " + s)
+            continue
+        neg = math.copysign(1.0, c) < 0
+        a = abs(c)
+        s = (word if a == 1 else f"{_fmt_coeff(a)} * {word}") if word else _fmt_coeff(a)
+        parts.append((("-" if neg else "") if k == 0 else ("- " if neg else "+ ")) + s)
+    return " ".join(parts)
+
+
+def commutator(a, b) -> Hamiltonian:
+    """``[a, b] = a b - b a`` for Pauli strings or Hamiltonians, simplified."""
+    if not isinstance(a, (PauliString, Hamiltonian)):
+        raise TypeError(f"commutator: expected a PauliString or Hamiltonian, got {type(a).__name__}")
+    return Hamiltonian(a).commutator(b)
+
+
+# ------------------------------------------------------------------------------------------------
+# tables
+def _parity_signs(k: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """(-1)^{popcount(k & m)} as float64, shape (len(k), len(masks))."""
+    v = k[:, None] & masks[None, :]
+    for s in (32, 16, 8, 4, 2, 1):
+        v = v ^ (v >> s)
+    return 1.0 - 2.0 * (v & 1).to(torch.float64)
+
+
+def _walsh(coeffs: torch.Tensor, zloc, nbits: int, device) -> torch.Tensor:
+    """T[o, k] = Σ_t coeffs[t, o] (-1)^{popcount(k & zloc[t])} for k < 2**nbits (complex128).
+
+    One GEMM through a split of k into high and low bits: cost 2**nbits × terms.
+    """
+    coeffs = coeffs.to(device=device, dtype=torch.complex128)
+    n_obs = coeffs.shape[1]
+    if nbits == 0 or len(zloc) == 0:
+        return coeffs.sum(0)[:, None].expand(n_obs, 2 ** nbits).clone()
+    a = nbits // 2
+    b = nbits - a
+    z = torch.tensor(zloc, dtype=torch.int64, device=device)
+    ah = _parity_signs(torch.arange(2 ** a, device=device), z >> b)             # (2^a, T)
+    al = _parity_signs(torch.arange(2 ** b, device=device), z & ((1 << b) - 1))  # (2^b, T)
+    parts = []
+    for part in (coeffs.real, coeffs.imag):
+        # (o, 2^a, T) @ (T, 2^b) -> (o, 2^a, 2^b)
+        parts.append(((ah[None, :, :] * part.T[:, None, :]) @ al.T).reshape(n_obs, -1))
+    return torch.complex(parts[0], parts[1])
+
+
+def _local(mask: int, support) -> int:
+    """Wire mask -> bits over ``support`` (support[0] = most significant)."""
+    s = len(support)
+    out = 0
+    for i, w in enumerate(support):
+        if (mask >> w) & 1:
+            out |= 1 << (s - 1 - i)
+    return out
+
+
+def _table(entries, n_obs: int, target_wires, device, sign_mask: int = 0) -> torch.Tensor:
+    """Table over ``target_wires`` (ordered, first = most significant bit), per observable:
+    ``T[o, k] = Σ_t c_t (-1)^{|z_t ∧ sign_mask|} (-1)^{|k ∧ z_t|}``, complex128 (n_obs, 2**len).
+
+    ``entries``: (obs_index, z_mask, c) with c already carrying the i^{#Y} phase. Z bits on
+    wires outside ``target_wires`` are ignored (they are 0 on the slice the table is for).
+    """
+    target = list(target_wires)
+    keep = _mask_of(target)
+    support_mask = 0
+    for _, z, _ in entries:
+        support_mask |= z & keep
+    support = [w for w in target if (support_mask >> w) & 1]
+    coeffs = torch.zeros(len(entries), n_obs, dtype=torch.complex128)
+    zloc = []
+    for t, (o, z, c) in enumerate(entries):
+        coeffs[t, o] += -c if _popcount(z & sign_mask) % 2 else c
+        zloc.append(_local(z & keep, support))
+    compact = _walsh(coeffs, zloc, len(support), device)          # (n_obs, 2^|S|)
+    if len(support) == len(target):
+        return compact
+    sset = set(support)
+    shape = [n_obs] + [2 if w in sset else 1 for w in target]
+    return compact.reshape(shape).expand([n_obs] + [2] * len(target)).reshape(n_obs, -1)
+
+
+def _segments(n: int, kind_of):
+    """Axes of a view of the state: runs of consecutive wires of one kind merge ('p' never)."""
+    shape, kinds = [], []
+    for w in range(n):
+        k = kind_of(w)
+        if kinds and kinds[-1] == k and k != "p":
+            shape[-1] *= 2
+        else:
+            shape.append(2)
+            kinds.append(k)
+    return shape, kinds
+
+
+def _groups_of(h: "Hamiltonian", obs: int = 0, hermitian: bool = False):
+    """Split merged terms: diagonal entries (obs, z, c) and {x: [(obs, z, c i^{#Y})]}."""
+    diag, groups = [], {}
+    for (x, z), c in h._term_dict().items():
+        if c == 0:
+            continue
+        c = complex(c).real if hermitian else complex(c)
+        if x == 0:
+            diag.append((obs, z, c))
+        else:
+            groups.setdefault(x, []).append((obs, z, c * _PHASES[_popcount(x & z) % 4]))
+    return diag, groups
+
+
+def _sparse_entries(h: Hamiltonian, n: int, device):
+    """COO entries of H on n wires: row j⊕x, column j, value D_x[j]."""
+    diag, groups = _groups_of(h)
+    if diag:
+        groups = {0: diag, **groups}
+    if not groups:
+        return None, None, None
+    idx = torch.arange(2 ** n, device=device)
+    rows, cols, vals = [], [], []
+    for x, entries in groups.items():
+        rows.append(idx ^ _index_mask(x, n))
+        cols.append(idx)
+        vals.append(_table(entries, 1, range(n), device)[0])
+    return torch.cat(rows), torch.cat(cols), torch.cat(vals)
+
+
+# ------------------------------------------------------------------------------------------------
+# validation helpers
+_STRING_CACHE: "OrderedDict" = OrderedDict()
+
+
+def _as_observable(obs, what="expectation") -> Hamiltonian:
+    if isinstance(obs, Hamiltonian):
+        return obs
+    if isinstance(obs, PauliString):
+        return obs._as_hamiltonian()
+    if isinstance(obs, str):
+        h = _STRING_CACHE.get(obs)
+        if h is None:
+            h = Hamiltonian.from_string(obs)
+            _STRING_CACHE[obs] = h
+            while len(_STRING_CACHE) > 64:
+                _STRING_CACHE.popitem(last=False)
+        return h
+    raise TypeError(f"{what}: an observable must be a PauliString, a Hamiltonian or a string, got "
+                    f"{type(obs).__name__}")
+
+
+def _check_fits(h: Hamiltonian, n: int, what: str, where: str = "") -> None:
+    if h._n_wires is not None and h._n_wires != n:
+        raise ValueError(f"{what}: the Hamiltonian{where} is declared on {h._n_wires} wires but the state "
+                         f"has {n} qubits")
+    if h._support >> n:
+        k, (c, p) = next((k, t) for k, t in enumerate(h._terms) if (t[1]._x | t[1]._z) >> n)
+        raise ValueError(f"{what}: term {k} ({_fmt_coeff(c)} * {p}){where} acts on wire {max(p.wires)} "
+                         f"but the state has {n} qubits")
+
+
+def _require_hermitian(hs, what: str) -> None:
+    for i, h in enumerate(hs):
+        if h.is_hermitian:
+            continue
+        c, p = h._non_hermitian_term()
+        where = f" (observable {i})" if len(hs) > 1 else ""
+        raise ValueError(f"{what}: the Hamiltonian{where} is not Hermitian: term {_fmt_coeff(c)} * {p} has "
+                         f"a complex coefficient, so ⟨ψ|H|ψ⟩ is not real; use apply_hamiltonian(state, H) "
+                         f"for H·ψ and take the inner product yourself")
+
+
+def _prepare_state(state, what: str):
+    if not isinstance(state, torch.Tensor):
+        raise TypeError(f"{what}: state must be a torch.Tensor, got {type(state).__name__}")
+    squeeze = state.dim() == 1
+    if squeeze:
+        state = state.unsqueeze(0)
+    n = n_wires_of(state)
+    if not state.is_contiguous():
+        state = state.contiguous()
+    return state, n, squeeze
+
+
+def _grad_mode(state) -> bool:
+    return torch.is_grad_enabled() and state.requires_grad
+
+
+_flip_out = torch.ops.aten.flip.out
+
+
+# ------------------------------------------------------------------------------------------------
+class _Group:
+    __slots__ = ("x", "xb", "entries", "shape", "pdim", "half_shape", "flip_dims", "table", "cost")
+
+
+class _ExpvalPlan:
+    """Compiled ⟨ψ|O_o|ψ⟩ for a tuple of Hermitian observables on n wires."""
+
+    def __init__(self, hams, n: int, dtype, device, cache_bytes: int):
+        if dtype not in COMPLEX_DTYPES:
+            raise TypeError(f"expectation: dtype must be complex64 or complex128, got {dtype}")
+        self.n, self.dtype, self.device = n, dtype, device
+        self.real = REAL_OF[dtype]
+        self.n_obs = len(hams)
+        N = 2 ** n
+        diag, groups = [], {}
+        for o, h in enumerate(hams):
+            d, g = _groups_of(h, o, hermitian=True)
+            diag += d
+            for x, entries in g.items():
+                groups.setdefault(x, []).extend(entries)
+        self.w0 = None
+        if diag:
+            d0 = _table(diag, self.n_obs, range(n), device).real                    # (n_obs, N)
+            # each weight twice (re, im rows), so Σ D |ψ|² is one GEMM on view_as_real(ψ)²
+            self.w0 = d0.T.repeat_interleave(2, dim=0).to(self.real).contiguous()  # (2N, n_obs)
+        self.groups = []
+        for x, entries in groups.items():
+            g = _Group()
+            g.x, g.xb, g.entries = x, _index_mask(x, n), entries
+            p = x.bit_length() - 1                      # pivot: the last wire of x
+            xp = x & ~(1 << p)
+            shape, kinds = _segments(n, lambda w: "p" if w == p else ("x" if (xp >> w) & 1 else "o"))
+            pd = kinds.index("p")
+            g.shape = tuple(shape)
+            g.pdim = pd + 1
+            g.half_shape = tuple(shape[:pd] + shape[pd + 1:])
+            g.flip_dims = [i + 1 for i, k in enumerate(kinds[:pd] + kinds[pd + 1:]) if k == "x"]
+            support = 0
+            for _, z, _ in entries:
+                support |= z & ~(1 << p)
+            g.cost = len(entries) * 2 ** _popcount(support)
+            g.table = None
+            self.groups.append(g)
+        per_group = N * self.n_obs * torch.empty((), dtype=self.real).element_size()
+        budget = cache_bytes
+        for g in sorted(self.groups, key=lambda g: -g.cost):   # costliest to rebuild first
+            if per_group <= budget:
+                g.table = self._build(g)
+                budget -= per_group
+        self.cached_bytes = cache_bytes - budget
+        self.n_cached = sum(g.table is not None for g in self.groups)
+        self._stack = None
+
+    def _build(self, g: _Group) -> torch.Tensor:
+        """Real (2K, n_obs) table over the pivot-0 half: rows (2 Re D, -2 Im D) interleaved."""
+        p = g.x.bit_length() - 1
+        d = _table(g.entries, self.n_obs, [w for w in range(self.n) if w != p], self.device)
+        w = torch.stack([2 * d.real, -2 * d.imag], dim=-1)                # (n_obs, K, 2)
+        return w.reshape(self.n_obs, -1).T.to(self.real).contiguous()
+
+    def _stacked(self):
+        """Index (G*N,) of j⊕x_g and real table (G*2N, n_obs) over the full space."""
+        if self._stack is None:
+            N = 2 ** self.n
+            idx = torch.arange(N, device=self.device)
+            xs = torch.tensor([g.xb for g in self.groups], dtype=torch.int64, device=self.device)
+            index = (idx[None, :] ^ xs[:, None]).reshape(-1)
+            tabs = []
+            for g in self.groups:
+                d = _table(g.entries, self.n_obs, range(self.n), self.device)   # (n_obs, N)
+                tabs.append(torch.stack([d.real, -d.imag], dim=-1).reshape(self.n_obs, -1).T)
+            self._stack = (index, torch.cat(tabs, 0).to(self.real).contiguous())
+        return self._stack
+
+    def use_gather(self, batch: int) -> bool:
+        G, N = len(self.groups), 2 ** self.n
+        return G > 1 and G * N <= _GATHER_MAX_TABLE and batch * G * N <= _GATHER_MAX_WORK
+
+    def __call__(self, psi: torch.Tensor, method: str = "auto") -> torch.Tensor:
+        if method not in ("auto", "loop", "gather"):
+            raise ValueError(f"expectation: method must be 'auto', 'loop' or 'gather', got {method!r}")
+        B, N = psi.shape
+        grad = _grad_mode(psi)
+        r = torch.view_as_real(psi).reshape(B, 2 * N)
+        if self.w0 is not None:
+            E = torch.mm(r * r, self.w0)
+        else:
+            E = torch.zeros(B, self.n_obs, dtype=self.real, device=psi.device)
+        if not self.groups:
+            return E
+        if method == "gather" or (method == "auto" and self.use_gather(B)):
+            index, table = self._stacked()
+            # Σ_j ψ[j] conj(ψ[j⊕x]) D[j] over all j: real for Hermitian H, so Re = the real dot
+            P = psi.index_select(1, index).view(B, len(self.groups), N)
+            if grad:
+                W = P.conj_physical() * psi[:, None, :]
+            else:
+                W = torch.conj_physical(P, out=P).mul_(psi[:, None, :])
+            return E + torch.view_as_real(W).reshape(B, -1) @ table
+        psic = torch.conj_physical(psi)
+        K = N // 2
+        if grad:
+            for g in self.groups:
+                table = g.table if g.table is not None else self._build(g)
+                shp = (B,) + g.shape
+                f = psic.view(shp).select(g.pdim, 1)
+                if g.flip_dims:
+                    f = torch.flip(f, g.flip_dims)
+                w = f * psi.view(shp).select(g.pdim, 0)
+                E = E + torch.view_as_real(w).reshape(B, 2 * K) @ table
+            return E
+        buf = torch.empty(B, K, dtype=psi.dtype, device=psi.device)
+        bufr = torch.view_as_real(buf).view(B, 2 * K)
+        for g in self.groups:
+            table = g.table if g.table is not None else self._build(g)
+            shp = (B,) + g.shape
+            dst = buf.view((B,) + g.half_shape)
+            src = psic.view(shp).select(g.pdim, 1)
+            if g.flip_dims:
+                _flip_out(src, g.flip_dims, out=dst)
+            else:
+                dst.copy_(src)
+            dst.mul_(psi.view(shp).select(g.pdim, 0))
+            E.addmm_(bufr, table)
+        return E
+
+
+class _ApplyPlan:
+    """Compiled H·ψ (any coefficients) on n wires."""
+
+    def __init__(self, h: Hamiltonian, n: int, dtype, device, cache_bytes: int):
+        if dtype not in COMPLEX_DTYPES:
+            raise TypeError(f"apply_hamiltonian: dtype must be complex64 or complex128, got {dtype}")
+        self.n, self.dtype, self.device = n, dtype, device
+        N = 2 ** n
+        diag, groups = _groups_of(h)
+        self.d0 = None
+        if diag:
+            d0 = _table(diag, 1, range(n), device)[0]
+            self.d0 = d0.real.to(REAL_OF[dtype]) if not bool(d0.imag.any()) else d0.to(dtype)
+        self.groups = []
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        budget = cache_bytes
+        last = n - 1
+        for x, entries in groups.items():
+            g = _Group()
+            g.x, g.xb, g.entries = x, _index_mask(x, n), entries
+            if (x >> last) & 1:
+                # half mode: pivot on the last wire, so no flip touches the innermost axis
+                xp = x & ~(1 << last)
+                shape, kinds = _segments(n, lambda w: "p" if w == last else ("x" if (xp >> w) & 1 else "o"))
+                g.pdim = len(shape)
+                g.half_shape = tuple(shape[:-1])
+                g.flip_dims = [i + 1 for i, k in enumerate(kinds[:-1]) if k == "x"]
+            else:
+                shape, kinds = _segments(n, lambda w: "x" if (x >> w) & 1 else "o")
+                g.pdim = None
+                g.half_shape = None
+                g.flip_dims = [i + 1 for i, k in enumerate(kinds) if k == "x"]
+            g.shape = tuple(shape)
+            g.table = None
+            if N * itemsize <= budget:
+                g.table = self._build(g)
+                budget -= N * itemsize
+            self.groups.append(g)
+        self.cached_bytes = cache_bytes - budget
+        self._stack = None
+
+    def _build(self, g: _Group):
+        """Full mode: F[i] = D[i⊕x] over all wires. Half mode: (A, C) over all wires but the last:
+        A for the pivot-0 half (fed by ψ₁), C for the pivot-1 half (fed by ψ₀)."""
+        n = self.n
+        if g.pdim is None:
+            return _table(g.entries, 1, range(n), self.device, sign_mask=g.x)[0].to(self.dtype)
+        xp = g.x & ~(1 << (n - 1))
+        a = _table(g.entries, 1, range(n - 1), self.device, sign_mask=g.x)[0].to(self.dtype)
+        c = _table(g.entries, 1, range(n - 1), self.device, sign_mask=xp)[0].to(self.dtype)
+        return a, c
+
+    def _full_table(self, g: _Group) -> torch.Tensor:
+        t = g.table if g.table is not None else self._build(g)
+        if g.pdim is None:
+            return t
+        return torch.stack(list(t), dim=-1).reshape(-1)
+
+    def _stacked(self):
+        if self._stack is None:
+            N = 2 ** self.n
+            idx = torch.arange(N, device=self.device)
+            xs = torch.tensor([g.xb for g in self.groups], dtype=torch.int64, device=self.device)
+            index = (idx[None, :] ^ xs[:, None]).reshape(-1)
+            table = torch.stack([_table(g.entries, 1, range(self.n), self.device, sign_mask=g.x)[0]
+                                 for g in self.groups]).to(self.dtype)          # (G, N)
+            self._stack = (index, table)
+        return self._stack
+
+    def __call__(self, psi: torch.Tensor, method: str = "auto") -> torch.Tensor:
+        if method not in ("auto", "loop", "gather"):
+            raise ValueError(f"apply_hamiltonian: method must be 'auto', 'loop' or 'gather', got {method!r}")
+        B, N = psi.shape
+        grad = _grad_mode(psi)
+        G = len(self.groups)
+        out = psi * self.d0 if self.d0 is not None else torch.zeros_like(psi)
+        if not G:
+            return out
+        if method == "gather" or (method == "auto" and G > 1 and G * N <= _GATHER_MAX_TABLE
+                                  and B * G * N <= _GATHER_MAX_WORK):
+            index, table = self._stacked()
+            P = psi.index_select(1, index).view(B, G, N)
+            P = P * table if grad else P.mul_(table)
+            return out + P.sum(1)
+        if grad:
+            for g in self.groups:
+                dims = g.flip_dims if g.pdim is None else g.flip_dims + [g.pdim]
+                f = torch.flip(psi.view((B,) + g.shape), dims)
+                out = out + (f * self._full_table(g).view(g.shape)).reshape(B, N)
+            return out
+        for g in self.groups:
+            t = g.table if g.table is not None else self._build(g)
+            shp = (B,) + g.shape
+            v, o = psi.view(shp), out.view(shp)
+            if g.pdim is None:
+                o.addcmul_(torch.flip(v, g.flip_dims), t.view(g.shape))
+                continue
+            a, c = t
+            for dst, src, tab in ((o.select(g.pdim, 0), v.select(g.pdim, 1), a),
+                                  (o.select(g.pdim, 1), v.select(g.pdim, 0), c)):
+                f = torch.flip(src, g.flip_dims) if g.flip_dims else src
+                dst.addcmul_(f, tab.view(g.half_shape))
+        return out
+
+
+# ------------------------------------------------------------------------------------------------
+_MULTI_CACHE: "OrderedDict" = OrderedDict()
+_MULTI_CACHE_SIZE = 16
+
+
+def _multi_plan(hams, n, dtype, device):
+    """Compiled form for a list of observables (LRU keyed by identity; Hamiltonians are immutable)."""
+    key = (tuple(id(h) for h in hams), n, dtype, device)
+    hit = _MULTI_CACHE.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], hams)):
+        _MULTI_CACHE.move_to_end(key)
+        return hit[1]
+    plan = _ExpvalPlan(hams, n, dtype, device, TABLE_CACHE_BYTES)
+    _MULTI_CACHE[key] = (tuple(hams), plan)
+    while len(_MULTI_CACHE) > _MULTI_CACHE_SIZE:
+        _MULTI_CACHE.popitem(last=False)
+    return plan
+
+
+def expectation(state: torch.Tensor, obs, shots: Optional[int] = None,
+                generator: Optional[torch.Generator] = None, return_std: bool = False,
+                method: str = "auto"):
+    """⟨ψ|O|ψ⟩ for a batch of states ``(B, 2**n)`` (or one state ``(2**n,)``).
+
+    ``obs`` is a PauliString, a Hamiltonian (or a string, read by ``Hamiltonian.from_string``),
+    or a list of them. Returns a real ``(B,)`` tensor — ``(B, n_obs)`` for a list — in the
+    state's real dtype, differentiable by autograd with respect to the state. Observables must
+    be Hermitian (real coefficients); for others use :func:`apply_hamiltonian`.
+
+    With ``shots=N`` the value is estimated from samples instead: the terms are split into
+    qubit-wise commuting groups, each measured with N shots in its rotated basis, which gives an
+    unbiased estimate of ⟨ψ|O|ψ⟩/⟨ψ|ψ⟩; ``generator`` seeds the sampling and
+    ``return_std=True`` returns ``(estimate, standard_error)``. Shot estimates carry no gradient.
+
+    ``method``: ``"auto"`` (default), ``"loop"`` (one flip per X mask) or ``"gather"`` (all X
+    masks in one gather, what ``"auto"`` picks for small states).
+    """
+    state, n, squeeze = _prepare_state(state, "expectation")
+    single = not isinstance(obs, (list, tuple))
+    hams = [_as_observable(obs)] if single else [_as_observable(o) for o in obs]
+    if not hams:
+        raise ValueError("expectation: the list of observables is empty")
+    for i, h in enumerate(hams):
+        _check_fits(h, n, "expectation", "" if single else f" (observable {i})")
+    _require_hermitian(hams, "expectation")
+    if shots is not None:
+        mean, std = _shot_estimate(state, hams, n, shots, generator)
+        if single:
+            mean, std = mean[:, 0], std[:, 0]
+        if squeeze:
+            mean, std = mean[0], std[0]
+        return (mean, std) if return_std else mean
+    if return_std:
+        raise ValueError("expectation: return_std=True needs shots=N (exact values have no error)")
+    if generator is not None:
+        raise ValueError("expectation: generator is only used with shots=N")
+    if single:
+        plan = hams[0].compile(n, state.dtype, state.device, "expval")
+    else:
+        plan = _multi_plan(hams, n, state.dtype, state.device)
+    out = plan(state, method)
+    if single:
+        out = out[:, 0]
+    return out[0] if squeeze else out
+
+
+def apply_hamiltonian(state: torch.Tensor, H, method: str = "auto") -> torch.Tensor:
+    """H·ψ for a batch of states ``(B, 2**n)`` (or one ``(2**n,)``), one pass per distinct X mask.
+
+    ``H``: any Pauli sum (Hermitian or not), a PauliString or a string. Differentiable by autograd.
+    """
+    state, n, squeeze = _prepare_state(state, "apply_hamiltonian")
+    h = _as_observable(H, "apply_hamiltonian")
+    _check_fits(h, n, "apply_hamiltonian")
+    out = h.compile(n, state.dtype, state.device, "apply")(state, method)
+    return out[0] if squeeze else out
+
+
+# ------------------------------------------------------------------------------------------------
+# shots
+_INV_SQRT2 = 1 / math.sqrt(2)
+
+
+def _rotation(letter: str, dtype, device) -> torch.Tensor:
+    """U with U P U† = Z: the Hadamard for X, H S† for Y."""
+    if letter == "X":
+        m = [[_INV_SQRT2, _INV_SQRT2], [_INV_SQRT2, -_INV_SQRT2]]
+    else:
+        m = [[_INV_SQRT2, -1j * _INV_SQRT2], [_INV_SQRT2, 1j * _INV_SQRT2]]
+    return torch.tensor(m, dtype=dtype, device=device)
+
+
+def qwc_groups(paulis) -> list:
+    """Greedy partition of PauliStrings into qubit-wise commuting groups (heaviest first):
+    a list of lists of indices into ``paulis``."""
+    order = sorted(range(len(paulis)), key=lambda i: -paulis[i].weight)
+    groups = []   # [x, z, support, indices]
+    for i in order:
+        p = paulis[i]
+        s = p._x | p._z
+        for g in groups:
+            both = g[2] & s
+            if (g[0] & both) == (p._x & both) and (g[1] & both) == (p._z & both):
+                g[0] |= p._x
+                g[1] |= p._z
+                g[2] |= s
+                g[3].append(i)
+                break
+        else:
+            groups.append([p._x, p._z, s, [i]])
+    return [g[3] for g in groups]
+
+
+def _shot_estimate(state, hams, n, shots, generator):
+    if isinstance(shots, bool) or not isinstance(shots, numbers.Integral) or shots < 1:
+        raise ValueError(f"expectation: shots must be a positive int, got {shots!r}")
+    shots = int(shots)
+    if generator is not None and torch.device(generator.device).type != state.device.type:
+        raise ValueError(f"expectation: the generator is on {generator.device} but the state is on "
+                         f"{state.device}")
+    B, N = state.shape
+    n_obs = len(hams)
+    device = state.device
+    real = REAL_OF[state.dtype]
+    mean = torch.zeros(B, n_obs, dtype=torch.float64, device=device)
+    var = torch.zeros(B, n_obs, dtype=torch.float64, device=device)
+    keys, where, by_key = [], {}, {}
+    const = [0.0] * n_obs
+    for o, h in enumerate(hams):
+        for (x, z), c in h._term_dict().items():
+            c = complex(c).real
+            if c == 0:
+                continue
+            if x == 0 and z == 0:
+                const[o] += c
+                continue
+            if (x, z) not in where:
+                where[(x, z)] = len(keys)
+                keys.append(PauliString.from_masks(x, z))
+            by_key.setdefault(where[(x, z)], []).append((o, c))
+    mean += torch.tensor(const, dtype=torch.float64, device=device)
+    state = state.detach()
+    chunk = max(1, 2 ** 22 // B)
+    for members in qwc_groups(keys):
+        basis, entries = {}, []
+        for k in members:
+            p = keys[k]
+            for w in p.wires:
+                basis[w] = p.letter(w)
+            for o, c in by_key[k]:
+                entries.append((o, p._x | p._z, c))   # eigenvalue (-1)^{|outcome ∧ support|}
+        psi = state
+        for w, letter in sorted(basis.items()):
+            if letter != "Z":
+                psi = apply_matrix_unchecked(psi, _rotation(letter, state.dtype, device), (w,), n)
+        probs = torch.view_as_real(psi).pow(2).sum(-1).to(torch.float64)
+        table = _table(entries, n_obs, range(n), device).real              # (n_obs, N)
+        counts = torch.zeros(B, N, dtype=torch.float64, device=device)
+        done = 0
+        while done < shots:
+            m = min(chunk, shots - done)
+            samples = torch.multinomial(probs, m, replacement=True, generator=generator)
+            counts.scatter_add_(1, samples, torch.ones(B, m, dtype=torch.float64, device=device))
+            done += m
+        g_mean = counts @ table.T / shots
+        g_m2 = counts @ (table * table).T / shots
+        mean += g_mean
+        # variance of the group's sample mean: unbiased sample variance / shots
+        var += (g_m2 - g_mean * g_mean).clamp_min(0) / (shots - 1) if shots > 1 else float("inf")
+    return mean.to(real), var.sqrt().to(real)

@@ -211,7 +211,8 @@ def test_hessian_against_finite_differences_of_gradients():
     if c.num_parameters < 2:
         c.ry(0, trainable=True)
     obs = random_hamiltonian(3, 4, rng)
-    hess = hessian(c, obs)
+    x = torch.randn(2, 3, dtype=torch.float64)
+    hess = hessian(c, obs, x=x)
     w0 = c.weights.detach().clone()
     eps = 1e-5
     fd = torch.zeros_like(hess)
@@ -221,7 +222,7 @@ def test_hessian_against_finite_differences_of_gradients():
             w = w0.clone()
             w[i] += sgn * eps
             w.requires_grad_()
-            (gr,) = torch.autograd.grad(circuit_expval(c, obs, weights=w).sum(), w)
+            (gr,) = torch.autograd.grad(circuit_expval(c, obs, x=x, weights=w).sum(), w)
             grads.append(gr)
         fd[i] = (grads[0] - grads[1]) / (2 * eps)
     assert torch.allclose(hess, fd, atol=1e-6)

@@ -10,6 +10,8 @@ parametrised gates take ∂U/∂θ from the gate table by forward-mode AD of the
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 
@@ -53,7 +55,10 @@ def derivative_states(circuit, op, angles, psi_before, psi_after, n):
             a = list(angles)
             a[j] = t
             return gate.matrix_fn(tuple(a), k, psi_before.dtype, data, psi_before.device)
-        _, dm = torch.func.jvp(mat, (angles[j],), (torch.ones_like(angles[j]),))
+        with warnings.catch_warnings():
+            # torch.func.jvp trips torch's own torch.jit.script deprecation warning
+            warnings.simplefilter("ignore", DeprecationWarning)
+            _, dm = torch.func.jvp(mat, (angles[j],), (torch.ones_like(angles[j]),))
         if op.adjoint:
             dm = dm.conj().transpose(-1, -2)
         out.append(apply_matrix_unchecked(psi_before, dm, op.wires, n))

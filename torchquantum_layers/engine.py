@@ -289,11 +289,35 @@ def perm_index(step, device, inverse=False):
     return step.index_cache[key]
 
 
+def gather_amplitudes(state, idx, lo, hi, n):
+    """new[..., i, ...] = old[..., idx[i], ...] on the span of wires lo..hi."""
+    B = state.shape[0]
+    L, R = 2 ** lo, 2 ** (n - hi - 1)
+    if R == 1:
+        return state.reshape(B * L, idx.shape[0]).index_select(1, idx).reshape(B, -1)
+    return state.reshape(B * L, idx.shape[0], R).index_select(1, idx).reshape(B, -1)
+
+
+class _Gather(torch.autograd.Function):
+    """Permutation of amplitudes whose backward is the inverse permutation (a gather, not the
+    scatter-add torch would use for index_select)."""
+
+    @staticmethod
+    def forward(ctx, state, idx, inv, lo, hi, n):
+        ctx.inv, ctx.lo, ctx.hi, ctx.n = inv, lo, hi, n
+        return gather_amplitudes(state, idx, lo, hi, n)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return gather_amplitudes(grad, ctx.inv, ctx.lo, ctx.hi, ctx.n), None, None, None, None, None
+
+
 def apply_perm_step(step, state, n, inverse=False):
     idx = perm_index(step, state.device, inverse)
-    B = state.shape[0]
     lo, hi = step.wires[0], step.wires[-1]
-    return state.reshape(B, 2 ** lo, idx.shape[0], 2 ** (n - hi - 1)).index_select(2, idx).reshape(B, -1)
+    if state.requires_grad and torch.is_grad_enabled():
+        return _Gather.apply(state, idx, perm_index(step, state.device, not inverse), lo, hi, n)
+    return gather_amplitudes(state, idx, lo, hi, n)
 
 
 def apply_single(circuit, op, state, x, weights, inverse=False):

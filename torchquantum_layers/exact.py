@@ -20,6 +20,10 @@ __all__ = ["ground_state", "spectrum", "DENSE_EIGH_MAX_WIRES"]
 DENSE_EIGH_MAX_WIRES = 12
 """``method="auto"`` diagonalises densely up to this many qubits."""
 
+# torch.lobpcg is a Python loop (slow per iteration): it gives a starting block, and a block-Krylov
+# Rayleigh-Ritz polish on span{X, HX, H²X} (matrix-free, apply_hamiltonian) converges it.
+_LOBPCG_ITERS = 40
+
 
 def _as_hamiltonian(H, what) -> Hamiltonian:
     if isinstance(H, PauliString):
@@ -120,11 +124,19 @@ def _eigsh(H, n, k, tol):
     op = LinearOperator((N, N), matvec=matvec, dtype=dtype)
     v0 = np.random.default_rng(1234).standard_normal(N).astype(dtype)
     e, v = eigsh(op, k=k, which="SA", tol=tol, v0=v0, ncv=min(N, max(2 * k + 1, 20)))
-    order = np.argsort(e)
-    e, v = e[order], v[:, order]
     states = torch.from_numpy(np.ascontiguousarray(v.T)).to(torch.complex128)
-    states = states / torch.linalg.vector_norm(states, dim=1, keepdim=True)
-    return torch.from_numpy(e.astype(np.float64)), states
+    # one Rayleigh-Ritz step on the returned span: orthonormal vectors even inside degenerate levels
+    return _ritz(H, states, k)
+
+
+def _ritz(H, X, k):
+    """Lowest k Ritz pairs of H on the span of the rows of X (orthonormal, sorted)."""
+    q, r = torch.linalg.qr(X.T)
+    d = r.diagonal().abs()
+    q = q[:, d > 1e-10 * d.max()]
+    small = q.conj().T @ apply_hamiltonian(q.T.contiguous(), H).T
+    ev, w = torch.linalg.eigh((small + small.conj().T) / 2)
+    return ev[:k].contiguous(), (q @ w[:, :k]).T.contiguous()
 
 
 def _lobpcg(H, n, k, tol, device):
@@ -148,27 +160,18 @@ def _lobpcg(H, n, k, tol, device):
         m, kk = 2 * N, 2 * k
     gen = torch.Generator(device="cpu").manual_seed(1234)
     X = torch.randn(m, kk, generator=gen, dtype=torch.float64).to(A.device)
-    # lobpcg's own tolerance is relative to ||A||; a Rayleigh-Ritz polish below does the rest
-    e, v = torch.lobpcg(A, k=kk, X=X, largest=False, tol=max(tol, 1e-8), niter=2000)
+    # lobpcg's own tolerance is relative to ||A||; the Rayleigh-Ritz polish below does the rest
+    e, v = torch.lobpcg(A, k=kk, X=X, largest=False, tol=max(tol, 1e-8), niter=_LOBPCG_ITERS)
     cand = v.to(torch.complex128) if real else torch.complex(v[:N], v[N:])    # (N, kk)
     return _rayleigh_ritz(H, cand.T.contiguous(), k, tol)
 
 
-def _rayleigh_ritz(H, X, k, tol, max_iter=50):
+def _rayleigh_ritz(H, X, k, tol, max_iter=500):
     """Lowest k Ritz pairs of H on span{X, HX, H²X}, iterated until the residual is below tol."""
     for _ in range(max_iter):
         HX = apply_hamiltonian(X, H)
-        basis = torch.cat([X, HX, apply_hamiltonian(HX, H)]).T                # (N, 3r)
-        q, r = torch.linalg.qr(basis)
-        d = r.diagonal().abs()
-        q = q[:, d > 1e-10 * d.max()]
-        hq = apply_hamiltonian(q.T.contiguous(), H).T
-        small = q.conj().T @ hq
-        ev, w = torch.linalg.eigh((small + small.conj().T) / 2)
-        X = (q @ w[:, :k]).T.contiguous()
-        X = X / torch.linalg.vector_norm(X, dim=1, keepdim=True)
-        e = ev[:k].contiguous()
-        if _residual(H, e, X) <= tol * max(1.0, float(ev.abs().max())):
+        e, X = _ritz(H, torch.cat([X, HX, apply_hamiltonian(HX, H)]), k)
+        if _residual(H, e, X) <= tol * max(1.0, float(e.abs().max())):
             break
     return e, X
 

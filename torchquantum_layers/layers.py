@@ -1,84 +1,326 @@
-"""``QuantumLayer``: a circuit plus observables as a drop-in ``nn.Module``."""
+"""``QuantumLayer``: a circuit plus observables as a drop-in ``nn.Module``.
+
+>>> layer = tql.QuantumLayer.from_template(4, 2)          # RY angle encoding, RY+CNOT ansatz, ⟨Z_w⟩
+>>> model = nn.Sequential(nn.Linear(8, 4), layer, nn.Linear(4, 3))
+
+The layer maps ``(B, F)`` real features to ``(B, n_obs)`` expectation values in the input's float
+dtype (``(F,)`` to ``(n_obs,)``). Its only trainable tensor is ``circuit.weights``, so it takes part
+in ``state_dict``, optimizers, ``.to(device)``, ``.double()``, ``copy.deepcopy``, ``pickle`` and
+``DistributedDataParallel`` like any other module.
+"""
 from __future__ import annotations
+
+from typing import Optional
 
 import torch
 from torch import nn
 
+from . import templates as T
 from .circuit import Circuit
 from .grad import _observable_list, check_diff_method, circuit_expval
+
+__all__ = ["QuantumLayer", "IQPFeatures", "ENCODINGS", "ANSATZE"]
+
+ENCODINGS = ("angle", "iqp", "reupload", "none")
+ANSATZE = ("hardware_efficient", "strongly_entangling", "basic_entangler", "rxryrz_ring", "none")
+_PAULI_LETTERS = ("X", "Y", "Z")
+
+
+class IQPFeatures(nn.Module):
+    """``(B, n)`` → ``(B, n + n(n-1)/2)``: the features followed by their pairwise products, the
+    columns :func:`templates.iqp_encoding` reads (see :func:`templates.iqp_features`)."""
+
+    def __init__(self, n_features: int):
+        super().__init__()
+        self.in_features = int(n_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return T.iqp_features(x, self.in_features)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}"
+
+
+def _check_int(value, name, what, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what}: {name} must be an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{what}: {name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _measure_observables(measure, n_wires):
+    """``"Z"`` (or ``"X"``/``"Y"``): that Pauli on every wire; anything else is passed through."""
+    if isinstance(measure, str) and measure.strip().upper() in _PAULI_LETTERS:
+        letter = measure.strip().upper()
+        return [f"{letter}{w}" for w in range(n_wires)]
+    return measure
 
 
 class QuantumLayer(nn.Module):
     """``(B, F)`` real features → ``(B, n_obs)`` expectation values, same float dtype as the input.
 
-    ``diff_method`` picks how gradients are computed ("backprop", "adjoint", "parameter-shift");
-    nothing else changes. ``shots=N`` returns sampled estimates (seeded by ``seed``).
+    Args:
+        circuit: a :class:`~torchquantum_layers.Circuit`; its input angles (``Input`` columns) read
+            the features, its ``weights`` are the layer's trainable parameters.
+        observables: a list of PauliStrings / Hamiltonians / strings (one output column each), or
+            one of them (then the output has one column).
+        diff_method: ``"backprop"`` (default), ``"adjoint"`` or ``"parameter-shift"``; values and
+            gradients (w.r.t. the weights and the input features) are the same, only cost differs.
+            With ``shots`` the default is ``"parameter-shift"``, the only one that differentiates
+            sampled estimates.
+        dtype: simulation dtype, ``torch.complex64`` (default of a new Circuit) or
+            ``torch.complex128`` (``float32``/``float64`` name the same); converts the circuit in
+            place. ``layer.double()`` / ``layer.float()`` do the same later.
+        shots: ``None`` for exact expectations, or a positive int: every forward pass returns
+            shot-sampled estimates (as hardware would), drawn from a generator seeded with ``seed``
+            on first use (``seed=None`` draws from torch's global RNG, so ``torch.manual_seed``
+            makes runs reproducible). The generator is not part of ``state_dict``; a copy of the
+            layer restarts its sequence from ``seed``.
+        input_map: optional ``nn.Module`` applied to ``x`` before the circuit (e.g.
+            :class:`IQPFeatures`); ``F`` is then checked against its ``in_features``.
+
+    The input must be a real floating tensor of shape ``(B, F)`` or ``(F,)`` where ``F`` is the
+    number of input columns the circuit reads (``layer.n_inputs``), on the circuit's device;
+    anything else raises ``TypeError``/``ValueError`` naming the fault. The simulation runs in the
+    circuit's dtype (the input is cast to its real dtype); the output is cast back to ``x.dtype``.
+
+    ``torch.compile``: the state vector is complex and TorchInductor does not generate code for
+    complex operators, so use ``torch.compile(model, backend="aot_eager")`` (or ``"eager"``),
+    which trace the model and run the kernels eagerly; both give the eager values and gradients
+    with ``diff_method="backprop"``. The default Inductor backend also runs (the complex parts
+    fall back to eager with a warning) but gains nothing. ``"adjoint"`` and ``"parameter-shift"``
+    are custom autograd Functions taking a Circuit, which Dynamo cannot trace: the compiled
+    module graph-breaks around them and still returns correct values and gradients.
     """
 
-    def __init__(self, circuit: Circuit, observables, diff_method: str = "backprop", dtype=None,
-                 shots: int | None = None, seed: int | None = None):
+    def __init__(self, circuit: Circuit, observables, diff_method: Optional[str] = None, dtype=None,
+                 shots: Optional[int] = None, seed: Optional[int] = None,
+                 input_map: Optional[nn.Module] = None):
         super().__init__()
         if not isinstance(circuit, Circuit):
             raise TypeError(f"QuantumLayer: circuit must be a tql.Circuit, got {type(circuit).__name__}")
-        self.circuit = circuit
-        self.observables, self._single = _observable_list(observables)
+        if shots is not None:
+            if isinstance(shots, bool) or not isinstance(shots, int):
+                raise TypeError(f"QuantumLayer: shots must be a positive int or None, got {shots!r}")
+            if shots < 1:
+                raise ValueError(f"QuantumLayer: shots must be a positive int or None, got {shots}")
+        if diff_method is None:
+            diff_method = "backprop" if shots is None else "parameter-shift"
         self.diff_method = check_diff_method(diff_method)
-        if shots is not None and (not isinstance(shots, int) or shots < 1):
-            raise ValueError(f"QuantumLayer: shots must be a positive int or None, got {shots!r}")
-        if shots is not None and diff_method == "adjoint":
-            raise ValueError("QuantumLayer: shots need diff_method='parameter-shift' or 'backprop', not 'adjoint'")
+        if shots is not None and diff_method != "parameter-shift":
+            raise ValueError(f"QuantumLayer: shots={shots} needs diff_method='parameter-shift' (sampled "
+                             f"estimates carry no autograd graph), got {diff_method!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError(f"QuantumLayer: seed must be an int or None, got {seed!r}")
+        if input_map is not None and not isinstance(input_map, nn.Module):
+            raise TypeError(f"QuantumLayer: input_map must be an nn.Module, got {type(input_map).__name__}")
+        self.circuit = circuit
+        self.input_map = input_map
+        self.observables, self._single = _observable_list(observables)
+        for i, o in enumerate(self.observables):
+            if o.n_wires > circuit.n_wires:
+                raise ValueError(f"QuantumLayer: observable {i} ({o}) acts on wire {o.n_wires - 1} but the "
+                                 f"circuit has {circuit.n_wires} wires")
+            if not o.is_hermitian:
+                raise ValueError(f"QuantumLayer: observable {i} ({o}) is not Hermitian")
         self.shots = shots
         self.seed = seed
         self._generator = None
+        self._n_inputs_cache = None
         if dtype is not None:
             if dtype in (torch.complex128, torch.float64):
                 self.circuit.double()
             elif dtype in (torch.complex64, torch.float32):
                 self.circuit.float()
             else:
-                raise TypeError(f"QuantumLayer: dtype must be complex64/complex128, got {dtype}")
+                raise TypeError(f"QuantumLayer: dtype must be torch.complex64 or torch.complex128, got {dtype}")
 
+    # ------------------------------------------------------------------------------------------
+    @classmethod
+    def from_template(cls, n_wires: int, n_layers: int, encoding: str = "angle",
+                      ansatz: str = "hardware_efficient", measure="Z", *, n_features: Optional[int] = None,
+                      encoding_kwargs: Optional[dict] = None, ansatz_kwargs: Optional[dict] = None,
+                      init="uniform", diff_method: Optional[str] = None, dtype=None,
+                      shots: Optional[int] = None, seed: Optional[int] = None, fuse: bool = True,
+                      max_fused_wires: Optional[int] = None) -> "QuantumLayer":
+        """One-line constructor: encoding, ``n_layers`` of an ansatz, and a measurement.
+
+        ``encoding``:
+
+        * ``"angle"`` (default): ``RY(x_i)`` on wire ``i`` (:func:`templates.angle_encoding`).
+          ``n_features`` (default ``n_wires``) may be smaller than ``n_wires``: wire ``w`` then
+          reads feature ``w % n_features``. ``encoding_kwargs``: ``rotation`` ("X"/"Y"/"Z"),
+          ``scale`` (angle = scale·x).
+        * ``"iqp"``: :func:`templates.iqp_encoding` on ``n_wires`` features; the layer computes the
+          pairwise products itself (an :class:`IQPFeatures` input map), so ``F = n_wires``.
+          ``encoding_kwargs``: ``n_repeats``, ``pattern`` ("all"/"linear").
+        * ``"reupload"``: data re-uploading: every layer encodes all ``n_features`` (default
+          ``n_wires``, any number) features again, feature ``i`` on wire ``i % n_wires`` with axis
+          ``encoding[(i // n_wires) % len(encoding)]`` (default ``("Y", "Z")``, as
+          :func:`templates.data_reuploading`), then applies one layer of the ansatz.
+          ``encoding_kwargs``: ``encoding`` (axes), ``scale``.
+        * ``"none"``: no input; ``F = 0``.
+
+        ``ansatz`` (all angles trainable, created with ``init``):
+
+        * ``"hardware_efficient"``: :func:`templates.hardware_efficient` with its defaults
+          (RY rotations, linear CNOT chain, a final rotation layer); ``ansatz_kwargs`` go to it
+          (``rotations``, ``pattern``, ``entangler``, ``kind``, ``final_rotations``).
+        * ``"rxryrz_ring"``: per layer ``RX, RY, RZ`` on every wire (wire by wire), then a ring of
+          CNOTs ``(0,1), (1,2), …, (n-1,0)``; no final rotations. With ``encoding="angle"`` and
+          ``measure="Z"`` this is the usual benchmark circuit. Weight ``3·(n·l + w) + k`` is the
+          angle of gate ``k`` (RX, RY, RZ) on wire ``w`` in layer ``l``.
+        * ``"strongly_entangling"``: :func:`templates.strongly_entangling`.
+        * ``"basic_entangler"``: :func:`templates.basic_entangler` (``rotation`` kwarg).
+        * ``"none"``: no trainable gates.
+
+        ``measure``: ``"Z"`` (⟨Z_w⟩ on every wire; ``"X"``, ``"Y"`` likewise) or a list of
+        observables (PauliStrings, Hamiltonians or strings such as ``"Z0 Z1"``), or one observable.
+
+        The remaining keywords go to :class:`QuantumLayer` (``diff_method``, ``dtype``, ``shots``,
+        ``seed``) and to :class:`Circuit` (``fuse``, ``max_fused_wires``).
+        """
+        what = "QuantumLayer.from_template"
+        n_wires = _check_int(n_wires, "n_wires", what)
+        n_layers = _check_int(n_layers, "n_layers", what, minimum=0)
+        if not isinstance(encoding, str) or encoding.lower() not in ENCODINGS:
+            raise ValueError(f"{what}: encoding must be one of {ENCODINGS}, got {encoding!r}")
+        if not isinstance(ansatz, str) or ansatz.lower() not in ANSATZE:
+            raise ValueError(f"{what}: ansatz must be one of {ANSATZE}, got {ansatz!r}")
+        encoding, ansatz = encoding.lower(), ansatz.lower()
+        enc_kw = dict(encoding_kwargs or {})
+        ans_kw = dict(ansatz_kwargs or {})
+        for name, kw in (("encoding_kwargs", enc_kw), ("ansatz_kwargs", ans_kw)):
+            if not all(isinstance(k, str) for k in kw):
+                raise TypeError(f"{what}: {name} keys must be strings")
+        if n_features is not None:
+            n_features = _check_int(n_features, "n_features", what)
+        if encoding == "none" and n_features:
+            raise ValueError(f"{what}: encoding='none' reads no features, got n_features={n_features}")
+        if encoding == "iqp" and n_features not in (None, n_wires):
+            raise ValueError(f"{what}: encoding='iqp' encodes one feature per wire: n_features must be "
+                             f"{n_wires}, got {n_features}")
+        if encoding == "angle" and n_features is not None and n_features > n_wires:
+            raise ValueError(f"{what}: angle encoding puts one feature per wire: n_features={n_features} "
+                             f"> n_wires={n_wires} (use encoding='reupload' or a classical pre-net)")
+        if ansatz != "none" and n_layers == 0 and encoding != "reupload":
+            raise ValueError(f"{what}: n_layers must be >= 1 for ansatz {ansatz!r}")
+        if encoding == "reupload" and n_layers == 0:
+            raise ValueError(f"{what}: encoding='reupload' needs n_layers >= 1")
+        n_features = n_wires if n_features is None and encoding != "none" else n_features
+
+        circuit = Circuit(n_wires, fuse=fuse, max_fused_wires=max_fused_wires)
+        input_map = None
+        try:
+            if encoding == "angle":
+                rotation = enc_kw.pop("rotation", "Y")
+                scale = enc_kw.pop("scale", 1.0)
+                _no_extra(enc_kw, "encoding_kwargs", "angle")
+                wires = list(range(n_wires))
+                for start in range(0, n_wires, n_features):
+                    T.angle_encoding(circuit, wires=wires[start:start + n_features], rotation=rotation,
+                                     scale=scale)
+            elif encoding == "iqp":
+                T.iqp_encoding(circuit, **enc_kw)
+                input_map = IQPFeatures(n_wires)
+            if encoding == "reupload":
+                axes = enc_kw.pop("encoding", ("Y", "Z"))
+                scale = enc_kw.pop("scale", 1.0)
+                _no_extra(enc_kw, "encoding_kwargs", "reupload")
+                for layer in range(n_layers):
+                    _reupload_block(circuit, n_features, axes, scale, what)
+                    _ansatz(circuit, ansatz, 1, layer, dict(ans_kw), init, what, single_layer=True)
+            else:
+                _ansatz(circuit, ansatz, n_layers, 0, ans_kw, init, what)
+        except TypeError as err:
+            if "unexpected keyword" in str(err) or "got an unexpected" in str(err):
+                raise TypeError(f"{what}: {err}") from None
+            raise
+        observables = _measure_observables(measure, n_wires)
+        return cls(circuit, observables, diff_method=diff_method, dtype=dtype, shots=shots, seed=seed,
+                   input_map=input_map)
+
+    # ------------------------------------------------------------------------------------------
     @property
     def n_inputs(self) -> int:
-        return self.circuit.n_inputs
+        """Number of feature columns ``x`` must have."""
+        if self.input_map is not None and hasattr(self.input_map, "in_features"):
+            return int(self.input_map.in_features)
+        return self._circuit_inputs()
+
+    def _circuit_inputs(self) -> int:
+        key = len(self.circuit.ops)
+        if self._n_inputs_cache is None or self._n_inputs_cache[0] != key:
+            self._n_inputs_cache = (key, self.circuit.n_inputs)
+        return self._n_inputs_cache[1]
 
     @property
     def n_outputs(self) -> int:
         return len(self.observables)
 
+    @property
+    def n_wires(self) -> int:
+        return self.circuit.n_wires
+
+    @property
+    def weights(self) -> nn.Parameter:
+        return self.circuit.weights
+
     def _gen(self, device):
-        if self.shots is None:
+        if self.shots is None or self.seed is None:
             return None
-        if self._generator is None or self._generator.device != torch.device(device):
+        device = torch.device(device)
+        if self._generator is None or self._generator.device.type != device.type:
             self._generator = torch.Generator(device=device)
-            if self.seed is not None:
-                self._generator.manual_seed(self.seed)
-            else:
-                self._generator.seed()
+            self._generator.manual_seed(self.seed)
         return self._generator
+
+    def reset_generator(self) -> None:
+        """Restart the shot sampler from ``seed``."""
+        self._generator = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not isinstance(x, torch.Tensor):
-            raise TypeError(f"QuantumLayer: input must be a tensor, got {type(x).__name__}")
+            raise TypeError(f"QuantumLayer: input must be a torch.Tensor, got {type(x).__name__}")
+        if not x.is_floating_point():
+            raise TypeError(f"QuantumLayer: input must be a real floating tensor, got {x.dtype}")
         if x.dim() not in (1, 2):
             raise ValueError(f"QuantumLayer: input must have shape (B, F) or (F,), got {tuple(x.shape)}")
-        if x.shape[-1] != self.n_inputs:
-            raise ValueError(f"QuantumLayer: the circuit reads {self.n_inputs} input feature(s) but x has "
+        need = self.n_inputs
+        if x.shape[-1] != need:
+            raise ValueError(f"QuantumLayer: the circuit reads {need} input feature(s) but x has "
                              f"{x.shape[-1]} (shape {tuple(x.shape)})")
-        out_dtype = x.dtype if x.is_floating_point() else torch.get_default_dtype()
+        out_dtype = x.dtype
+        squeeze = x.dim() == 1
+        xb = x.unsqueeze(0) if squeeze else x
+        if self.input_map is not None:
+            xb = self.input_map(xb)
         obs = self.observables[0] if self._single else self.observables
-        values = circuit_expval(self.circuit, obs, x=x if self.n_inputs else None,
-                                state=None, diff_method=self.diff_method, shots=self.shots,
-                                generator=self._gen(x.device))
-        if not self.n_inputs and x.dim() == 2:
-            values = values.expand(x.shape[0], *values.shape[1:])
+        has_inputs = self._circuit_inputs() > 0
+        values = circuit_expval(self.circuit, obs, x=xb if has_inputs else None, state=None,
+                                diff_method=self.diff_method, shots=self.shots,
+                                generator=self._gen(xb.device))
         if self._single:
             values = values.unsqueeze(-1)
+        if not has_inputs and xb.shape[0] != values.shape[0]:
+            values = values.expand(xb.shape[0], -1)
+        if squeeze:
+            values = values[0]
         return values.to(out_dtype)
 
+    # ------------------------------------------------------------------------------------------
     def __getstate__(self):
+        import copy
         state = self.__dict__.copy()
-        state["_generator"] = None
+        state["_generator"] = None       # torch.Generator does not pickle; restart from seed
+        # the circuit's cached execution plan holds gate objects with closures, which do not
+        # pickle: send a shallow copy of the circuit without it (the plan is rebuilt on first use)
+        circuit = state["_modules"].get("circuit")
+        if getattr(circuit, "_plan_cache", None) is not None:
+            light = copy.copy(circuit)
+            light.__dict__["_plan_cache"] = None
+            state["_modules"] = {**state["_modules"], "circuit": light}
         return state
 
     def __deepcopy__(self, memo):
@@ -87,9 +329,54 @@ class QuantumLayer(nn.Module):
         new = cls.__new__(cls)
         memo[id(self)] = new
         for k, v in self.__dict__.items():
-            setattr(new, k, None if k == "_generator" else copy.deepcopy(v, memo))
+            object.__setattr__(new, k, None if k == "_generator" else copy.deepcopy(v, memo))
         return new
 
     def extra_repr(self) -> str:
-        return (f"n_inputs={self.n_inputs}, n_outputs={self.n_outputs}, diff_method={self.diff_method!r}"
-                + (f", shots={self.shots}" if self.shots else ""))
+        return (f"n_wires={self.n_wires}, n_inputs={self.n_inputs}, n_outputs={self.n_outputs}, "
+                f"diff_method={self.diff_method!r}" + (f", shots={self.shots}" if self.shots else ""))
+
+
+# ----------------------------------------------------------------------------------------------
+def _no_extra(kw, name, encoding):
+    if kw:
+        raise TypeError(f"QuantumLayer.from_template: unexpected {name} {sorted(kw)} for encoding {encoding!r}")
+
+
+def _reupload_block(circuit, n_features, axes, scale, what):
+    if isinstance(axes, str):
+        axes = (axes,)
+    axes = tuple(axes)
+    if not axes:
+        raise ValueError(f"{what}: encoding_kwargs['encoding'] must name at least one rotation axis")
+    n = circuit.n_wires
+    for i in range(n_features):
+        T.angle_encoding(circuit, wires=[i % n], rotation=axes[(i // n) % len(axes)], first_column=i,
+                         scale=scale)
+
+
+def _ansatz(circuit, name, n_layers, layer, kw, init, what, single_layer=False):
+    """Append ``n_layers`` layers of ansatz ``name`` (with ``single_layer``: layer number ``layer``)."""
+    n = circuit.n_wires
+    if name == "none":
+        if kw:
+            raise TypeError(f"{what}: ansatz 'none' takes no ansatz_kwargs, got {sorted(kw)}")
+        return
+    if name == "rxryrz_ring":
+        if kw:
+            raise TypeError(f"{what}: ansatz 'rxryrz_ring' takes no ansatz_kwargs, got {sorted(kw)} "
+                            f"(use ansatz='hardware_efficient' with rotations/pattern)")
+        name = "hardware_efficient"
+        kw = dict(rotations=("RX", "RY", "RZ"), pattern="ring", kind="complex", final_rotations=False)
+    if name == "hardware_efficient":
+        if single_layer:
+            kw["final_rotations"] = False
+        if "rotations" in kw and "kind" not in kw:
+            kw["kind"] = "complex"      # the 'real' check is opt-in: any rotation set works
+        T.hardware_efficient(circuit, n_layers, init=init, **kw)
+    elif name == "strongly_entangling":
+        if single_layer and n > 1 and "ranges" not in kw:
+            kw["ranges"] = [layer % (n - 1) + 1]
+        T.strongly_entangling(circuit, n_layers, init=init, **kw)
+    elif name == "basic_entangler":
+        T.basic_entangler(circuit, n_layers, init=init, **kw)

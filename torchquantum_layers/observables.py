@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import warnings
 from collections import OrderedDict
 from typing import Iterable, Optional, Union
 
@@ -848,7 +849,9 @@ class Hamiltonian:
             vals = torch.zeros(0, dtype=torch.complex128, device=device)
         coo = torch.sparse_coo_tensor(torch.stack([rows, cols]), vals.to(dtype), (N, N),
                                       check_invariants=False).coalesce()
-        return coo.to_sparse_csr()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            return coo.to_sparse_csr()
 
     # -- compiled forms -----------------------------------------------------------------------
     def compile(self, n_wires: int, dtype=torch.complex64, device="cpu", kind: str = "expval",

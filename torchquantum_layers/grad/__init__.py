@@ -69,7 +69,7 @@ def circuit_expval(circuit, observables, x=None, state=None, diff_method="backpr
                          f"{tuple(circuit.weights.shape)}")
     if diff_method == "backprop":
         psi = run_circuit(circuit, state, x, weights)
-        values = torch.stack([expectation(psi, o, shots=shots, generator=generator) for o in obs], dim=-1)
+        values = expectation(psi, obs, shots=shots, generator=generator)
     elif diff_method == "adjoint":
         values = AdjointExpval.apply(circuit, obs, x, state, weights)
     else:
@@ -138,7 +138,7 @@ def expval(target, observables, x=None, state=None, diff_method="backprop", shot
                              "argument is a Circuit")
         from ..observables import expectation
         obs, single = _observable_list(observables)
-        values = torch.stack([expectation(target, o, shots=shots, generator=generator) for o in obs], dim=-1)
+        values = expectation(target, obs, shots=shots, generator=generator)
         return values[..., 0] if single else values
     raise TypeError(f"expval: first argument must be a Circuit or a (B, 2**n) state tensor, got "
                     f"{type(target).__name__}")

@@ -97,7 +97,7 @@ class AdjointExpval(torch.autograd.Function):
         from ..observables import apply_hamiltonian, expectation
         with torch.no_grad():
             psi = run_circuit(circuit, state, x, weights)
-            values = torch.stack([expectation(psi, o) for o in observables], dim=-1)
+            values = expectation(psi, list(observables))
         ctx.circuit = circuit
         ctx.observables = observables
         ctx.apply_hamiltonian = apply_hamiltonian

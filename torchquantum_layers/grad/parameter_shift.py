@@ -40,7 +40,7 @@ def _apply(circuit, op, state, angles, n):
 
 def _values(psi, observables, shots, generator):
     from ..observables import expectation
-    return torch.stack([expectation(psi, o, shots=shots, generator=generator) for o in observables], dim=-1)
+    return expectation(psi, list(observables), shots=shots, generator=generator)
 
 
 class ParameterShiftExpval(torch.autograd.Function):

@@ -13,8 +13,8 @@ import torch
 from .state import n_wires_of
 
 # A block whose trailing part is this small is widened to a row GEMM (measured: BLAS is
-# slow on many tiny (d, R) right-hand sides, fast on (rows, ≤8) @ (8, 8)).
-_ROW_GEMM_MAX = 8
+# slow on many tiny (d, R) right-hand sides, fast on (rows, ≤16) @ (16, 16)).
+_ROW_GEMM_MAX = 16
 
 
 def check_wires(wires, n_wires: int, what: str = "operator") -> tuple:
@@ -102,7 +102,12 @@ def _broadcast_batch(state: torch.Tensor, op: torch.Tensor, op_batched: bool):
 
 
 def apply_block(state: torch.Tensor, matrix: torch.Tensor, first: int, k: int, n: int) -> torch.Tensor:
-    """Apply a (d, d) or (B, d, d) matrix to the contiguous wires first..first+k-1."""
+    """Apply a (d, d) or (B, d, d) matrix to the contiguous wires first..first+k-1.
+
+    Layouts measured on the 2-core CPU (benchmarks/kernels.py): a row GEMM ``(rows, d) @ (d, d)``
+    when the block ends the register (R = 1) or can be widened to do so cheaply (d·R ≤ 16);
+    otherwise an einsum, which torch lowers to one GEMM/BMM without per-slice overhead.
+    """
     if matrix.dim() == 3 and matrix.shape[0] == 1:
         matrix = matrix[0]
     batched = matrix.dim() == 3
@@ -117,10 +122,10 @@ def apply_block(state: torch.Tensor, matrix: torch.Tensor, first: int, k: int, n
     if not batched:
         if R == 1:
             return (state.reshape(B * L, d) @ matrix.transpose(-1, -2)).reshape(B, -1)
-        return torch.matmul(matrix, state.reshape(B * L, d, R)).reshape(B, -1)
+        return torch.einsum("ij,njr->nir", matrix, state.reshape(B * L, d, R)).reshape(B, -1)
     if R == 1:
         return torch.bmm(state.reshape(B, L, d), matrix.transpose(1, 2)).reshape(B, -1)
-    return torch.matmul(matrix.unsqueeze(1), state.reshape(B, L, d, R)).reshape(B, -1)
+    return torch.einsum("bij,bljr->blir", matrix, state.reshape(B, L, d, R)).reshape(B, -1)
 
 
 def _apply_matrix_moved(state, matrix, wires, n):

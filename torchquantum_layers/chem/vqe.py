@@ -1,0 +1,203 @@
+"""Small VQE drivers: ``vqe`` (ground state) and ``ssvqe`` (lowest k states, subspace search).
+
+They are plain PyTorch loops over :func:`torchquantum_layers.grad.circuit_expval`, so every
+``diff_method`` works; a Lightning task can reuse :func:`energy` and :func:`ssvqe_loss`.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence, Union
+
+import torch
+
+from ..circuit import Circuit
+from ..grad import circuit_expval
+
+__all__ = ["energy", "vqe", "VQEResult", "ssvqe", "ssvqe_loss", "SSVQEResult", "make_optimizer",
+           "CHEMICAL_ACCURACY"]
+
+CHEMICAL_ACCURACY = 1.6e-3
+"""1.6 mHa (≈ 1 kcal/mol)."""
+
+
+def energy(circuit: Circuit, H, state=None, diff_method: str = "backprop") -> torch.Tensor:
+    """⟨H⟩ after ``circuit`` (a 0-d tensor; ``(B,)`` when ``state`` is a batch of B > 1 states)."""
+    e = circuit_expval(circuit, H, state=state, diff_method=diff_method)
+    return e[0] if e.dim() == 1 and e.shape[0] == 1 else e
+
+
+def make_optimizer(optimizer, params, lr: Optional[float] = None) -> torch.optim.Optimizer:
+    """``"adam"`` (lr 0.1), ``"sgd"`` (lr 0.2), ``"lbfgs"`` (lr 1, one iteration per step, strong
+    Wolfe line search), a ``torch.optim.Optimizer`` class, or a callable ``params -> optimizer``."""
+    params = list(params)
+    if isinstance(optimizer, torch.optim.Optimizer):
+        return optimizer
+    if isinstance(optimizer, str):
+        key = optimizer.lower()
+        if key == "adam":
+            return torch.optim.Adam(params, lr=0.1 if lr is None else lr)
+        if key == "sgd":
+            return torch.optim.SGD(params, lr=0.2 if lr is None else lr)
+        if key == "lbfgs":
+            return torch.optim.LBFGS(params, lr=1.0 if lr is None else lr, max_iter=1, history_size=50,
+                                     line_search_fn="strong_wolfe")
+        raise ValueError(f"optimizer must be 'adam', 'sgd', 'lbfgs', an Optimizer class or a callable, got "
+                         f"{optimizer!r}")
+    if isinstance(optimizer, type) and issubclass(optimizer, torch.optim.Optimizer):
+        return optimizer(params, lr=lr) if lr is not None else optimizer(params)
+    if callable(optimizer):
+        return optimizer(params)
+    raise TypeError(f"optimizer must be a name, an Optimizer class or a callable, got {type(optimizer).__name__}")
+
+
+def _run(loss_fn, params, optimizer, lr, steps, stop, callback):
+    opt = make_optimizer(optimizer, params, lr)
+    history = []
+    start = time.perf_counter()
+    converged = False
+    step = 0
+    last = {}
+
+    def closure():
+        opt.zero_grad()
+        loss, extra = loss_fn()
+        loss.backward()
+        last["loss"], last["extra"] = loss.detach(), extra
+        return loss
+
+    for step in range(1, steps + 1):
+        opt.step(closure)
+        value = float(last["loss"])
+        history.append(value)
+        if callback is not None:
+            callback(step, value, last["extra"])
+        if stop is not None and stop(value, last["extra"]):
+            converged = True
+            break
+    return history, step, time.perf_counter() - start, converged
+
+
+@dataclass
+class VQEResult:
+    """``energy``: ⟨H⟩ at the final angles; ``history``: the energy at each step (before its update)."""
+    energy: float
+    weights: torch.Tensor
+    history: list
+    n_steps: int
+    wall_time: float
+    converged: bool
+    circuit: Circuit = field(repr=False)
+
+
+def vqe(H, circuit: Circuit, steps: int = 100, optimizer="adam", lr: Optional[float] = None,
+        diff_method: str = "backprop", target: Optional[float] = None, atol: float = CHEMICAL_ACCURACY,
+        state=None, callback: Optional[Callable] = None) -> VQEResult:
+    """Minimise ⟨H⟩ over ``circuit.weights`` (in place) for at most ``steps`` optimizer steps.
+
+    With ``target`` (e.g. the FCI energy) it stops as soon as ``|E − target| <= atol`` (default:
+    chemical accuracy, 1.6 mHa). ``callback(step, energy, None)`` runs after each step.
+    """
+    if not isinstance(circuit, Circuit):
+        raise TypeError(f"vqe: circuit must be a tql.Circuit, got {type(circuit).__name__}")
+    if circuit.num_parameters == 0:
+        raise ValueError("vqe: the circuit has no trainable angles")
+
+    def loss_fn():
+        return energy(circuit, H, state, diff_method), None
+
+    stop = None if target is None else (lambda e, _: abs(e - target) <= atol)
+    history, n, wall, converged = _run(loss_fn, [circuit.weights], optimizer, lr, steps, stop, callback)
+    with torch.no_grad():
+        final = float(energy(circuit, H, state))
+    if target is not None:
+        converged = abs(final - target) <= atol or converged
+    return VQEResult(final, circuit.weights.detach().clone(), history, n, wall, converged, circuit)
+
+
+# ------------------------------------------------------------------------------------------------
+# subspace-search VQE
+def _basis_states(states, k, n, dtype, device):
+    if states is None:
+        idx = torch.arange(k, device=device)
+    elif isinstance(states, torch.Tensor) and states.dim() == 2 and states.shape[1] == 2 ** n:
+        if states.shape[0] != k:
+            raise ValueError(f"ssvqe: {states.shape[0]} input states for k={k}")
+        return states.to(dtype=dtype, device=device)
+    else:
+        vals = []
+        for s in states:
+            if isinstance(s, str):
+                if len(s) != n or any(ch not in "01" for ch in s):
+                    raise ValueError(f"ssvqe: input bit string {s!r} must be {n} characters 0/1")
+                s = int(s, 2)
+            vals.append(int(s))
+        if len(vals) != k or len(set(vals)) != k or min(vals) < 0 or max(vals) >= 2 ** n:
+            raise ValueError(f"ssvqe: need {k} distinct basis indices in 0..{2 ** n - 1}, got {list(states)}")
+        idx = torch.tensor(vals, device=device)
+    out = torch.zeros(k, 2 ** n, dtype=dtype, device=device)
+    out[torch.arange(k, device=device), idx] = 1
+    return out
+
+
+def ssvqe_loss(circuit: Circuit, H, states: torch.Tensor, weights: torch.Tensor, diff_method: str = "backprop"):
+    """``(Σ_i w_i ⟨φ_i|U†HU|φ_i⟩, energies (k,))`` for orthonormal inputs φ_i (rows of ``states``)."""
+    e = circuit_expval(circuit, H, state=states, diff_method=diff_method)
+    return (weights.to(e) * e).sum(), e
+
+
+@dataclass
+class SSVQEResult:
+    """``energies[i]``: ⟨H⟩ of the i-th input state through the trained circuit (ascending when the
+    weights decrease and the search converged); ``history``: the weighted loss per step."""
+    energies: torch.Tensor
+    weights: torch.Tensor
+    history: list
+    n_steps: int
+    wall_time: float
+    circuit: Circuit = field(repr=False)
+
+
+def ssvqe(H, circuit: Circuit, k: int, states=None, weights: Optional[Sequence[float]] = None, steps: int = 200,
+          optimizer="lbfgs", lr: Optional[float] = None, diff_method: str = "backprop", tol: float = 1e-12,
+          callback: Optional[Callable] = None) -> SSVQEResult:
+    """Subspace-search VQE (Nakanishi, Mitarai & Fujii 2019): the lowest ``k`` levels of ``H``.
+
+    ``k`` orthogonal input states φ_i (default: basis states |0⟩, |1⟩, …, |k−1⟩; or bit strings,
+    indices, or a (k, 2**n) tensor) go through the same circuit U; minimising
+    ``Σ_i w_i ⟨φ_i|U†HU|φ_i⟩`` with strictly decreasing weights (default ``k, k−1, …, 1``) sends
+    φ_i to the i-th eigenstate, so ``energies`` approximates the k lowest eigenvalues (the
+    circuit must be expressive enough to map the inputs onto them). Stops early when the loss
+    changes by less than ``tol`` between steps.
+    """
+    if not isinstance(circuit, Circuit):
+        raise TypeError(f"ssvqe: circuit must be a tql.Circuit, got {type(circuit).__name__}")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 2 ** circuit.n_wires:
+        raise ValueError(f"ssvqe: k must be an int in 1..{2 ** circuit.n_wires}, got {k!r}")
+    real = torch.float64 if circuit.dtype == torch.complex128 else torch.float32
+    if weights is None:
+        w = torch.arange(k, 0, -1, dtype=real, device=circuit.device)
+    else:
+        w = torch.as_tensor(weights, dtype=real, device=circuit.device)
+        if w.shape != (k,):
+            raise ValueError(f"ssvqe: need {k} weights, got shape {tuple(w.shape)}")
+        if k > 1 and not bool((w[:-1] > w[1:]).all()):
+            raise ValueError(f"ssvqe: weights must decrease strictly (the first input state targets the ground "
+                             f"state), got {w.tolist()}")
+    phi = _basis_states(states, k, circuit.n_wires, circuit.dtype, circuit.device)
+
+    def loss_fn():
+        return ssvqe_loss(circuit, H, phi, w, diff_method)
+
+    prev = {"v": math.inf}
+
+    def stop(value, _):
+        done = abs(prev["v"] - value) < tol
+        prev["v"] = value
+        return done
+
+    history, n, wall, _ = _run(loss_fn, [circuit.weights], optimizer, lr, steps, stop, callback)
+    with torch.no_grad():
+        _, e = ssvqe_loss(circuit, H, phi, w)
+    return SSVQEResult(e.detach(), circuit.weights.detach().clone(), history, n, wall, circuit)

@@ -22,7 +22,7 @@ DENSE_EIGH_MAX_WIRES = 12
 
 # torch.lobpcg is a Python loop (slow per iteration): it gives a starting block, and a block-Krylov
 # Rayleigh-Ritz polish on span{X, HX, H²X} (matrix-free, apply_hamiltonian) converges it.
-_LOBPCG_ITERS = 40
+_LOBPCG_ITERS = 20
 
 
 def _as_hamiltonian(H, what) -> Hamiltonian:
@@ -166,7 +166,7 @@ def _lobpcg(H, n, k, tol, device):
     return _rayleigh_ritz(H, cand.T.contiguous(), k, tol)
 
 
-def _rayleigh_ritz(H, X, k, tol, max_iter=500):
+def _rayleigh_ritz(H, X, k, tol, max_iter=30):
     """Lowest k Ritz pairs of H on span{X, HX, H²X}, iterated until the residual is below tol."""
     for _ in range(max_iter):
         HX = apply_hamiltonian(X, H)

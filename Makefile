@@ -10,7 +10,6 @@ TORCH_PIN ?= torch==2.13.0
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q "$(TORCH_PIN)" || $(BIN)/python -m pip install -q "torch>=2.4"
 
 install: $(BIN)/python

@@ -12,8 +12,8 @@ def run(opt_factory, steps, layers, seed):
     t=time.time()
     r = chem.ssvqe(H, c, k=4, steps=steps, optimizer=opt_factory, tol=0)
     return np.abs(r.energies.numpy()-exact).max(), time.time()-t
-for name, f, steps in [("lbfgs20", lambda p: torch.optim.LBFGS(p, lr=1, max_iter=20, line_search_fn="strong_wolfe", tolerance_change=1e-14, tolerance_grad=1e-10), 15),
-                       ("adam", lambda p: torch.optim.Adam(p, lr=0.05), 600)]:
-    for layers in [3,4]:
-        out=[run(f, steps, layers, s) for s in range(8)]
-        print(name, layers, [f"{e:.1e}" for e,_ in out], round(sum(t for _,t in out),1))
+print("max_iter=1 variants")
+for tc in [1e-9]:
+    f = lambda p: torch.optim.LBFGS(p, lr=1, max_iter=1, max_eval=25, line_search_fn="strong_wolfe", tolerance_change=tc, tolerance_grad=1e-10, history_size=50)
+    out=[run(f, 300, 3, s) for s in range(8)]
+    print(tc, [f"{e:.1e}" for e,_ in out], round(sum(t for _,t in out),1))

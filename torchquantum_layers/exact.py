@@ -166,14 +166,41 @@ def _lobpcg(H, n, k, tol, device):
     return _rayleigh_ritz(H, cand.T.contiguous(), k, tol)
 
 
-def _rayleigh_ritz(H, X, k, tol, max_iter=30):
-    """Lowest k Ritz pairs of H on span{X, HX, H²X}, iterated until the residual is below tol."""
-    for _ in range(max_iter):
-        HX = apply_hamiltonian(X, H)
-        e, X = _ritz(H, torch.cat([X, HX, apply_hamiltonian(HX, H)]), k)
-        if _residual(H, e, X) <= tol * max(1.0, float(e.abs().max())):
+def _rayleigh_ritz(H, X, k, tol, depth=12, max_restarts=100):
+    """Restarted block Lanczos (full reorthogonalisation) from the rows of X: Ritz pairs on
+    span{X, HX, ..., H^depth X}, restarted from the lowest k, until the residual is below tol."""
+    N = X.shape[1]
+    for _ in range(max_restarts):
+        blocks, hblocks = [], []
+        q = _orthonormal_rows(X, [])
+        while q is not None and sum(b.shape[0] for b in blocks) + q.shape[0] <= N and len(blocks) <= depth:
+            hq = apply_hamiltonian(q, H)
+            blocks.append(q)
+            hblocks.append(hq)
+            q = _orthonormal_rows(hq, blocks)
+        B, HB = torch.cat(blocks), torch.cat(hblocks)                     # (R, N) each
+        small = B.conj() @ HB.T
+        ev, w = torch.linalg.eigh((small + small.conj().T) / 2)
+        X = (w[:, :k].T @ B).contiguous()
+        e = ev[:k].contiguous()
+        res = torch.linalg.vector_norm(w[:, :k].T @ HB - e[:, None] * X, dim=1).max()
+        if float(res) <= tol * max(1.0, float(ev.abs().max())) or B.shape[0] >= N:
             break
-    return e, X
+    return e, X / torch.linalg.vector_norm(X, dim=1, keepdim=True)
+
+
+def _orthonormal_rows(W, blocks):
+    """Rows of W orthonormalised against the rows of ``blocks`` (twice) and each other; None if
+    nothing independent is left."""
+    for _ in range(2):
+        for b in blocks:
+            W = W - (W @ b.conj().T) @ b
+    q, r = torch.linalg.qr(W.T)
+    d = r.diagonal().abs()
+    keep = d > 1e-10 * max(1.0, float(d.max()) if d.numel() else 0.0)
+    if not bool(keep.any()):
+        return None
+    return q[:, keep].T.contiguous()
 
 
 def _residual(H, e, states) -> float:

@@ -71,14 +71,24 @@ def _inner_real(lam, mu):
 
 
 def outer_on_wires(lam, psi, wires, n, per_sample):
-    """Σ over the other wires of λ ψ† restricted to ``wires``: (d, d), or (B, d, d) per sample."""
+    """Σ over the other wires of λ ψ† restricted to sorted ``wires``: (d, d), or (B, d, d)."""
     B = lam.shape[0]
     k = len(wires)
+    d = 2 ** k
+    if wires[-1] - wires[0] + 1 == k:
+        L, R = 2 ** wires[0], 2 ** (n - wires[-1] - 1)
+        if R == 1 and not per_sample:
+            a, b = lam.reshape(B * L, d), psi.reshape(B * L, d)
+            return a.transpose(0, 1) @ b.conj()
+        a, b = lam.reshape(B, L, d, R), psi.reshape(B, L, d, R).conj()
+        if per_sample:
+            return torch.einsum("bldr,bler->bde", a, b)
+        return torch.einsum("bldr,bler->de", a, b)
     src = [w + 1 for w in wires]
     dst = list(range(n - k + 1, n + 1))
 
     def move(t):
-        return t.reshape(B, *([2] * n)).movedim(src, dst).reshape(B, -1, 2 ** k)
+        return t.reshape(B, *([2] * n)).movedim(src, dst).reshape(B, -1, d)
     g = torch.matmul(move(lam).transpose(1, 2), move(psi).conj())
     return g if per_sample else g.sum(0)
 

@@ -1,0 +1,120 @@
+"""Gradient benchmark (issue 4).
+
+(a) value + gradient time per diff_method for n = 10, B = 256, L = 4 hardware-efficient layers
+    (RY angle encoding; RX RY RZ on every wire + CNOT ring per layer), ⟨Z_w⟩ on every wire;
+    also the forward-only time, so "adjoint within 3× of a forward pass" can be read off.
+(b) peak memory against depth L = 10, 50, 200 for n = 14, B = 64, backprop vs adjoint. Each
+    point runs in a fresh subprocess: CUDA reports torch.cuda.max_memory_allocated, CPU the
+    process's peak RSS minus its RSS before the run.
+
+    python benchmarks/gradients.py [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import torchquantum_layers as tql  # noqa: E402
+
+from common import machine, table, timeit, today  # noqa: E402
+
+
+def model(n, layers, device):
+    c = tql.Circuit(n)
+    for w in range(n):
+        c.ry(w, input=w)
+    for _ in range(layers):
+        for w in range(n):
+            c.rx(w, trainable=True)
+            c.ry(w, trainable=True)
+            c.rz(w, trainable=True)
+        for w in range(n):
+            c.cnot(w, (w + 1) % n)
+    return c.to(device)
+
+
+def timing(device, repeats):
+    n, B, L = 10, 256, 4
+    c = model(n, L, device)
+    x = torch.rand(B, n, device=device)
+    obs = [tql.PauliString(f"Z{w}") for w in range(n)]
+
+    def forward():
+        with torch.no_grad():
+            tql.expval(c, obs, x=x)
+    t_fwd = timeit(forward, device, repeats)
+    rows = []
+    for method in ("backprop", "adjoint", "parameter-shift"):
+        def step():
+            c.zero_grad()
+            tql.expval(c, obs, x=x, diff_method=method).sum().backward()
+        t = timeit(step, device, repeats if method != "parameter-shift" else 1, min_time=0.0)
+        rows.append([method, f"{t * 1e3:.1f}", f"{t / t_fwd:.1f}"])
+    return t_fwd, rows
+
+
+def memory_point(method, layers, device):
+    n, B = 14, 64
+    c = model(n, layers, device)
+    x = torch.rand(B, n, device=device)
+    obs = [tql.PauliString(f"Z{w}") for w in range(n)]
+    base = _rss()
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    tql.expval(c, obs, x=x, diff_method=method).sum().backward()
+    peak = torch.cuda.max_memory_allocated() if device == "cuda" else _peak_rss()
+    return {"method": method, "layers": layers, "peak_bytes": peak - base, "gates": len(c.ops)}
+
+
+def _rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _peak_rss():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def memory(device, depths):
+    rows = []
+    for method in ("backprop", "adjoint"):
+        for layers in depths:
+            out = subprocess.run([sys.executable, __file__, "--point", method, str(layers), device],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                rows.append([method, layers, "-", f"failed ({out.returncode}): {out.stderr.strip()[-80:]}"])
+                continue
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            rows.append([method, layers, r["gates"], f"{r['peak_bytes'] / 2 ** 20:.0f}"])
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="depths 10, 50 only")
+    ap.add_argument("--point", nargs=3)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = ap.parse_args(argv)
+    if args.point:
+        method, layers, device = args.point
+        print(json.dumps(memory_point(method, int(layers), device)))
+        return
+    t_fwd, rows = timing(args.device, 5)
+    print(f"# gradients benchmark, {today()}, {machine()}, device {args.device}")
+    print(f"(a) n=10, B=256, L=4: forward only {t_fwd * 1e3:.1f} ms")
+    print(table(rows, ["diff_method", "value+grad ms", "x forward"]))
+    depths = [10, 50] if args.quick else [10, 50, 200]
+    print("(b) n=14, B=64: peak memory of value+grad (MiB above the process baseline)")
+    print(table(memory(args.device, depths), ["diff_method", "layers", "gates", "peak MiB"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""QuantumLayer training-step benchmark (issue 5).
+
+One step = forward + backward + Adam step of a QuantumLayer (RY angle encoding of n features;
+per layer RX, RY, RZ on every wire then a ring of CNOTs; ⟨Z⟩ on every wire; MSE loss),
+complex64, batch 256, per diff_method, for n = 10 and n = 14 with 4 layers.
+
+    python benchmarks/layers.py [--widths 2,3,4,5] [--threads 2]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import torchquantum_layers as tql  # noqa: E402
+
+from common import machine, table, timeit, today  # noqa: E402
+
+
+def layer(n, n_layers, width, diff_method):
+    c = tql.Circuit(n, max_fused_wires=width)
+    for w in range(n):
+        c.ry(w, input=w)
+    for _ in range(n_layers):
+        for w in range(n):
+            c.rx(w, trainable=True)
+            c.ry(w, trainable=True)
+            c.rz(w, trainable=True)
+        for w in range(n):
+            c.cnot(w, (w + 1) % n)
+    return tql.QuantumLayer(c, [tql.PauliString(f"Z{w}") for w in range(n)], diff_method=diff_method)
+
+
+def step_time(n, width, method, batch=256, n_layers=4, device="cpu"):
+    torch.manual_seed(0)
+    q = layer(n, n_layers, width, method).to(device)
+    opt = torch.optim.Adam(q.parameters(), lr=0.01)
+    x = torch.rand(batch, n, device=device)
+    y = torch.rand(batch, n, device=device) * 2 - 1
+
+    def step():
+        loss = torch.nn.functional.mse_loss(q(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return timeit(step, device, repeats=5, min_time=0.2 if method != "parameter-shift" else 0.0)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--widths", default="2,3,4,5")
+    ap.add_argument("--sizes", default="10,14")
+    ap.add_argument("--methods", default="backprop,adjoint,parameter-shift")
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    rows = []
+    for n in [int(s) for s in args.sizes.split(",")]:
+        for method in args.methods.split(","):
+            widths = [int(w) for w in args.widths.split(",")] if method != "parameter-shift" else [None]
+            for width in widths:
+                if method == "parameter-shift" and n > 10:
+                    continue
+                t = step_time(n, width, method, device=args.device)
+                rows.append([n, method, width or "default", f"{t * 1e3:.1f}"])
+                print(f"done n={n} {method} k={width}", file=sys.stderr, flush=True)
+    print(f"# layers benchmark, {today()}, {machine()}, device {args.device}")
+    print("one training step (forward + backward + Adam) at batch 256, 4 layers, complex64")
+    print(table(rows, ["n", "diff_method", "max_fused_wires", "ms/step"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""Observables benchmark (issue 3): ⟨ψ|H|ψ⟩ for chemistry-shaped Pauli sums, as ratios to a clone.
+
+    python benchmarks/observables.py [--dtypes c64,c128] [--batches 1,64] [--repeats 5] [--quick]
+
+Two Hamiltonians with the Jordan-Wigner structure of a molecular one (generated here, random
+coefficients): 12 qubits / ~600 terms (LiH in STO-3G has 12 qubits and 631 terms) and
+20 qubits / ~200 terms. Terms: Z_p and Z_p Z_q (one X-free group), same-spin single excitations
+X_p Z…Z X_q and Y_p Z…Z Y_q (plus copies with one extra Z_r, as two-body terms produce), and
+double excitations on p<q<r<s with the 8 even-Y patterns XXXX, XXYY, …, YYYY and JW Z strings.
+
+Each time is the median of several repeats, divided by the time of ``torch.clone`` of the same
+state measured in the same run. Target of the issue: expval time <= 2 × (number of distinct X
+masks) clone-times, i.e. "per mask" <= 2.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import torchquantum_layers as tql  # noqa: E402
+from torchquantum_layers.observables import Hamiltonian, apply_hamiltonian, expectation  # noqa: E402
+
+from common import clone_time, machine, table, timeit, today  # noqa: E402
+
+DT = {"c64": torch.complex64, "c128": torch.complex128}
+
+
+def _jw(n, ops):
+    """Label for {wire: letter} with a JW Z string strictly between consecutive pairs of ops."""
+    lab = ["I"] * n
+    for w, ch in ops.items():
+        lab[w] = ch
+    return lab
+
+
+def molecular_like_hamiltonian(n: int, n_singles: int, single_variants: int, n_doubles: int,
+                               n_zz: int = None, seed: int = 0) -> Hamiltonian:
+    """A random real Pauli sum with the X-mask structure of a Jordan-Wigner molecular Hamiltonian."""
+    rng = np.random.default_rng(seed)
+    terms = []
+    for p in range(n):
+        terms.append((rng.normal(0, 0.5), f"Z{p}"))
+    pairs = list(itertools.combinations(range(n), 2))
+    if n_zz is not None:
+        pairs = [pairs[i] for i in sorted(rng.choice(len(pairs), n_zz, replace=False))]
+    for p, q in pairs:
+        terms.append((rng.normal(0, 0.2), f"Z{p} Z{q}"))
+    same_spin = [(p, q) for p, q in itertools.combinations(range(n), 2) if p % 2 == q % 2]
+    singles = [same_spin[i] for i in sorted(rng.choice(len(same_spin), n_singles, replace=False))]
+    for p, q in singles:
+        string = " ".join(f"Z{w}" for w in range(p + 1, q))
+        outside = [r for r in range(n) if r < p or r > q]
+        extras = [None] + [int(r) for r in rng.choice(outside, single_variants, replace=False)]
+        for r in extras:
+            tail = f" Z{r}" if r is not None else ""
+            for a in "XY":
+                terms.append((rng.normal(0, 0.05), f"{a}{p} {string} {a}{q}{tail}".replace("  ", " ")))
+    quads = [c for c in itertools.combinations(range(n), 4) if sum(w % 2 for w in c) in (0, 2, 4)]
+    chosen = [quads[i] for i in sorted(rng.choice(len(quads), n_doubles, replace=False))]
+    patterns = [pat for pat in itertools.product("XY", repeat=4) if pat.count("Y") % 2 == 0]
+    for p, q, r, s in chosen:
+        zs = [w for w in range(p + 1, q)] + [w for w in range(r + 1, s)]
+        for pat in patterns:
+            word = " ".join([f"{pat[0]}{p}", f"{pat[1]}{q}", f"{pat[2]}{r}", f"{pat[3]}{s}"] +
+                            [f"Z{w}" for w in zs])
+            terms.append((rng.normal(0, 0.02), word))
+    return Hamiltonian(terms, n_wires=n)
+
+
+def cases(quick: bool):
+    h12 = molecular_like_hamiltonian(12, n_singles=30, single_variants=1, n_doubles=50, seed=12)
+    h20 = molecular_like_hamiltonian(20, n_singles=10, single_variants=1, n_doubles=12, n_zz=40, seed=20)
+    out = [("molecular-like 12q", h12), ("molecular-like 20q", h20)]
+    if quick:
+        out = out[:1]
+    return out
+
+
+def bench(name, h, batch, dtype, repeats):
+    n = h.n_wires
+    state = tql.random_state(n, batch, generator=torch.Generator().manual_seed(0), dtype=dtype)
+    masks = h.num_x_masks
+    plan = h.compile(n, dtype, "cpu")
+    with torch.no_grad():
+        expectation(state, h)                     # compile + warm up
+        tc = clone_time(state, repeats)
+        t_auto = timeit(lambda: expectation(state, h), repeats=repeats)
+        t_loop = timeit(lambda: expectation(state, h, method="loop"), repeats=repeats)
+        gather_ok = plan.use_gather(batch)
+        t_gather = timeit(lambda: expectation(state, h, method="gather"), repeats=repeats) if gather_ok else None
+        t_apply = timeit(lambda: apply_hamiltonian(state, h), repeats=repeats)
+        tc2 = clone_time(state, repeats)
+    tc = (tc + tc2) / 2                            # clone measured before and after: noisy machine
+    ratio = t_auto / tc
+    return {
+        "H": name, "n": n, "terms": len(h), "X masks": masks, "B": batch,
+        "dtype": str(dtype).replace("torch.", ""),
+        "clone ms": f"{tc * 1e3:.3f}",
+        "expval ms": f"{t_auto * 1e3:.2f}",
+        "expval/clone": f"{ratio:.1f}",
+        "per mask": f"{ratio / masks:.2f}",
+        "target <= 2": "yes" if ratio <= 2 * masks else "NO",
+        "path": "gather" if gather_ok else "loop",
+        "loop/clone per mask": f"{t_loop / tc / masks:.2f}",
+        "gather/clone per mask": f"{t_gather / tc / masks:.2f}" if t_gather is not None else "-",
+        "H·ψ/clone per mask": f"{t_apply / tc / masks:.2f}",
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dtypes", default="c64,c128")
+    ap.add_argument("--batches", default="1,64")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="12-qubit case only")
+    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    rows = []
+    for name, h in cases(args.quick):
+        for b in [int(x) for x in args.batches.split(",")]:
+            for d in args.dtypes.split(","):
+                rows.append(bench(name, h, b, DT[d], args.repeats))
+                print(f"done {name} B={b} {d}", file=sys.stderr, flush=True)
+    headers = list(rows[0].keys())
+    print(f"observables benchmark, {today()}, {machine()}")
+    print("expval/clone = time of expectation(state, H) / time of state.clone(); per mask = that / X masks;")
+    print("target: per mask <= 2. path = what method='auto' picks; H·ψ = apply_hamiltonian.")
+    print()
+    print(table([[r[h] for h in headers] for r in rows], headers))
+
+
+if __name__ == "__main__":
+    main()

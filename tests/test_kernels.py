@@ -440,3 +440,19 @@ def test_n_wires_of():
     assert n_wires_of(torch.zeros(3, 1, dtype=torch.complex128)) == 0
     with pytest.raises(ValueError, match="not a power of two"):
         n_wires_of(torch.zeros(1, 0, dtype=torch.complex64))
+
+
+def test_qiskit_order_conversion(dtype, device):
+    # Qiskit indexes |q_{n-1} … q1 q0>: wire w is bit w of the index (little-endian).
+    from torchquantum_layers import from_qiskit_order, to_qiskit_order
+    n = 4
+    s = random_state(n, 3, generator=torch.Generator().manual_seed(2), dtype=dtype).to(device)
+    q = to_qiskit_order(s)
+    for i in range(2 ** n):
+        rev = int(format(i, f"0{n}b")[::-1], 2)
+        assert torch.equal(q[:, rev], s[:, i])
+    assert torch.equal(from_qiskit_order(q), s)
+    # X on our wire 0 flips Qiskit's bit 0 (the least significant one)
+    from torchquantum_layers.functional import x as xgate
+    b = basis_state("0000", dtype=dtype, device=device)
+    assert to_qiskit_order(xgate(b, wires=0))[0, 1] == 1

@@ -3,12 +3,12 @@ from . import checks, exact, functional, gates, grad, kernels, measure, observab
 from .circuit import Circuit, Input, Param
 from .gates import Gate, controlled, get_gate
 from .grad import expval
-from .kernels.state import basis_state, random_state, zero_state
+from .kernels.state import basis_state, from_qiskit_order, random_state, reverse_wire_order, to_qiskit_order, zero_state
 from .layers import QuantumLayer
 from .observables import Hamiltonian, PauliString, apply_hamiltonian
 
 __version__ = "0.1.0"
 
 __all__ = ["Circuit", "Param", "Input", "Gate", "controlled", "get_gate", "zero_state", "basis_state",
-           "random_state", "expval", "apply_hamiltonian", "PauliString", "Hamiltonian", "QuantumLayer",
+           "random_state", "reverse_wire_order", "to_qiskit_order", "from_qiskit_order", "expval", "apply_hamiltonian", "PauliString", "Hamiltonian", "QuantumLayer",
            "functional", "gates", "grad", "kernels", "measure", "templates", "exact", "checks", "observables"]

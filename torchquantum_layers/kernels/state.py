@@ -120,3 +120,20 @@ def num_qubits_for(size: int) -> int:
     if 2 ** n != size:
         raise ValueError(f"size {size} is not a power of two")
     return n
+
+
+def reverse_wire_order(state: torch.Tensor) -> torch.Tensor:
+    """Convert between our order (wire 0 = most significant bit) and Qiskit's little-endian one.
+
+    The map reverses the bit order of every basis index, so it is its own inverse: use it both
+    ways (``to_qiskit = from_qiskit = reverse_wire_order``). Works on (B, 2**n) states.
+    """
+    n = n_wires_of(state)
+    B = state.shape[0]
+    if n < 2:
+        return state.clone()
+    return state.reshape(B, *([2] * n)).permute(0, *range(n, 0, -1)).reshape(B, -1)
+
+
+to_qiskit_order = reverse_wire_order
+from_qiskit_order = reverse_wire_order

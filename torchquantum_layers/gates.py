@@ -255,12 +255,25 @@ def _multirz_diag(p, k, dtype, data, device):
     return _expi(-p[0].unsqueeze(-1) * sign / 2, dtype)
 
 
+_GIVENS_PARTS: dict = {}
+
+
 def _givens(p, k, dtype, data, device, a, b):
-    c, s = torch.cos(p[0] / 2).to(dtype), torch.sin(p[0] / 2).to(dtype)
-    d = 2 ** k
-    rows = [[1 if i == j else 0 for j in range(d)] for i in range(d)]
-    rows[a][a], rows[a][b], rows[b][a], rows[b][b] = c, -s, s, c
-    return _from_rows(rows, dtype, device)
+    """Identity except the rotation [[c, -s], [s, c]] on basis states a, b: fixed + c·A + s·Bm."""
+    key = (k, a, b, dtype, str(device))
+    if key not in _GIVENS_PARTS:
+        d = 2 ** k
+        fixed = torch.eye(d, dtype=dtype, device=device)
+        fixed[a, a] = fixed[b, b] = 0
+        cos_part = torch.zeros(d, d, dtype=dtype, device=device)
+        cos_part[a, a] = cos_part[b, b] = 1
+        sin_part = torch.zeros(d, d, dtype=dtype, device=device)
+        sin_part[b, a], sin_part[a, b] = 1, -1
+        _GIVENS_PARTS[key] = (fixed, cos_part, sin_part)
+    fixed, cos_part, sin_part = _GIVENS_PARTS[key]
+    c = torch.cos(p[0] / 2).to(dtype)[..., None, None]
+    s = torch.sin(p[0] / 2).to(dtype)[..., None, None]
+    return fixed + c * cos_part + s * sin_part
 
 
 def _single_excitation(p, k, dtype, data, device):

@@ -21,6 +21,7 @@ Scans: ``load_scan("H2")`` gives the H2 curve at 21 bond lengths 0.5, 0.6, …, 
 """
 from __future__ import annotations
 
+import copy
 import functools
 import json
 from pathlib import Path
@@ -91,24 +92,25 @@ def load(name: str, bond_length: Optional[float] = None):
 
     ``bond_length`` (Å) picks a point of the molecule's bundled scan (``available_scans()``),
     e.g. ``load("H2", bond_length=1.5)``. The returned Hamiltonian is shared between calls
-    (Hamiltonians are immutable).
+    (Hamiltonians are immutable); the info is a fresh copy.
     """
     if bond_length is not None:
         key = _lookup(name, scans=True)
         points = _read(key + _SCAN_SUFFIX)
         for H, info in points:
             if abs(info.provenance.get("bond_length", float("nan")) - float(bond_length)) < 1e-6:
-                return H, info
+                return H, copy.deepcopy(info)
         lengths = ", ".join(f"{i.provenance['bond_length']:g}" for _, i in points)
         raise ValueError(f"tql.chem.load({name!r}, bond_length={bond_length}): not in the bundled scan; bond "
                          f"lengths (Å): {lengths}")
-    return _read(_lookup(name, scans=False))[0]
+    H, info = _read(_lookup(name, scans=False))[0]
+    return H, copy.deepcopy(info)
 
 
 def load_scan(name: str) -> list:
     """``[(bond_length, Hamiltonian, MoleculeInfo), ...]`` of a bundled scan, by bond length."""
     key = _lookup(name, scans=True)
-    points = [(info.provenance["bond_length"], H, info) for H, info in _read(key + _SCAN_SUFFIX)]
+    points = [(info.provenance["bond_length"], H, copy.deepcopy(info)) for H, info in _read(key + _SCAN_SUFFIX)]
     return sorted(points, key=lambda t: t[0])
 
 

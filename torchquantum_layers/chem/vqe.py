@@ -29,8 +29,9 @@ def energy(circuit: Circuit, H, state=None, diff_method: str = "backprop") -> to
 
 
 def make_optimizer(optimizer, params, lr: Optional[float] = None) -> torch.optim.Optimizer:
-    """``"adam"`` (lr 0.1), ``"sgd"`` (lr 0.2), ``"lbfgs"`` (lr 1, one iteration per step, strong
-    Wolfe line search), a ``torch.optim.Optimizer`` class, or a callable ``params -> optimizer``."""
+    """``"adam"`` (lr 0.1), ``"sgd"`` (lr 0.2), ``"lbfgs"`` (lr 1, one iteration per step with a
+    strong-Wolfe line search of up to 25 evaluations), a ``torch.optim.Optimizer`` class, or a
+    callable ``params -> optimizer``."""
     params = list(params)
     if isinstance(optimizer, torch.optim.Optimizer):
         return optimizer
@@ -41,8 +42,9 @@ def make_optimizer(optimizer, params, lr: Optional[float] = None) -> torch.optim
         if key == "sgd":
             return torch.optim.SGD(params, lr=0.2 if lr is None else lr)
         if key == "lbfgs":
-            return torch.optim.LBFGS(params, lr=1.0 if lr is None else lr, max_iter=1, history_size=50,
-                                     line_search_fn="strong_wolfe")
+            # max_eval must be given: its default (max_iter * 5 // 4 = 1) leaves the line search no evaluation
+            return torch.optim.LBFGS(params, lr=1.0 if lr is None else lr, max_iter=1, max_eval=25, history_size=50,
+                                     tolerance_grad=1e-10, tolerance_change=1e-14, line_search_fn="strong_wolfe")
         raise ValueError(f"optimizer must be 'adam', 'sgd', 'lbfgs', an Optimizer class or a callable, got "
                          f"{optimizer!r}")
     if isinstance(optimizer, type) and issubclass(optimizer, torch.optim.Optimizer):
@@ -53,11 +55,13 @@ def make_optimizer(optimizer, params, lr: Optional[float] = None) -> torch.optim
 
 
 def _run(loss_fn, params, optimizer, lr, steps, stop, callback):
+    """Optimise; ``history[k]`` is the loss after k updates. Stops before an update once ``stop``."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
     opt = make_optimizer(optimizer, params, lr)
     history = []
     start = time.perf_counter()
     converged = False
-    step = 0
     last = {}
 
     def closure():
@@ -67,21 +71,34 @@ def _run(loss_fn, params, optimizer, lr, steps, stop, callback):
         last["loss"], last["extra"] = loss.detach(), extra
         return loss
 
-    for step in range(1, steps + 1):
-        opt.step(closure)
-        value = float(last["loss"])
+    n_updates = 0
+    while True:
+        loss = closure()                     # value and gradient at the current angles
+        value = float(loss.detach())
         history.append(value)
         if callback is not None:
-            callback(step, value, last["extra"])
+            callback(n_updates, value, last["extra"])
         if stop is not None and stop(value, last["extra"]):
             converged = True
             break
-    return history, step, time.perf_counter() - start, converged
+        if n_updates == steps:
+            break
+        fresh = [loss]
+
+        def step_closure():                  # the optimizer's first call reuses this evaluation
+            if fresh:
+                return fresh.pop()
+            return closure()
+
+        opt.step(step_closure)
+        n_updates += 1
+    return history, n_updates, time.perf_counter() - start, converged, last
 
 
 @dataclass
 class VQEResult:
-    """``energy``: ⟨H⟩ at the final angles; ``history``: the energy at each step (before its update)."""
+    """``energy``: ⟨H⟩ at the final angles ``weights``; ``history[k]``: the energy after k optimizer
+    steps (``n_steps`` of them); ``converged``: the target was reached (always False without one)."""
     energy: float
     weights: torch.Tensor
     history: list
@@ -97,7 +114,7 @@ def vqe(H, circuit: Circuit, steps: int = 100, optimizer="adam", lr: Optional[fl
     """Minimise ⟨H⟩ over ``circuit.weights`` (in place) for at most ``steps`` optimizer steps.
 
     With ``target`` (e.g. the FCI energy) it stops as soon as ``|E − target| <= atol`` (default:
-    chemical accuracy, 1.6 mHa). ``callback(step, energy, None)`` runs after each step.
+    chemical accuracy, 1.6 mHa). ``callback(k, energy, None)`` sees the energy after k steps.
     """
     if not isinstance(circuit, Circuit):
         raise TypeError(f"vqe: circuit must be a tql.Circuit, got {type(circuit).__name__}")
@@ -108,12 +125,8 @@ def vqe(H, circuit: Circuit, steps: int = 100, optimizer="adam", lr: Optional[fl
         return energy(circuit, H, state, diff_method), None
 
     stop = None if target is None else (lambda e, _: abs(e - target) <= atol)
-    history, n, wall, converged = _run(loss_fn, [circuit.weights], optimizer, lr, steps, stop, callback)
-    with torch.no_grad():
-        final = float(energy(circuit, H, state))
-    if target is not None:
-        converged = abs(final - target) <= atol or converged
-    return VQEResult(final, circuit.weights.detach().clone(), history, n, wall, converged, circuit)
+    history, n, wall, converged, _ = _run(loss_fn, [circuit.weights], optimizer, lr, steps, stop, callback)
+    return VQEResult(history[-1], circuit.weights.detach().clone(), history, n, wall, converged, circuit)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -197,7 +210,5 @@ def ssvqe(H, circuit: Circuit, k: int, states=None, weights: Optional[Sequence[f
         prev["v"] = value
         return done
 
-    history, n, wall, _ = _run(loss_fn, [circuit.weights], optimizer, lr, steps, stop, callback)
-    with torch.no_grad():
-        _, e = ssvqe_loss(circuit, H, phi, w)
-    return SSVQEResult(e.detach(), circuit.weights.detach().clone(), history, n, wall, circuit)
+    history, n, wall, _, last = _run(loss_fn, [circuit.weights], optimizer, lr, steps, stop, callback)
+    return SSVQEResult(last["extra"].detach(), circuit.weights.detach().clone(), history, n, wall, circuit)

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # multi-GB CUDA build. The package itself only asks for torch>=2.4.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: run test install install-test bench clean
+.PHONY: run test test-slow install install-test bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,7 +22,10 @@ run: install
 	$(BIN)/python examples/train_small_circuit.py
 
 test: install-test
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow" tests
+
+test-slow: install-test
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m slow tests
 
 bench: install-test
 	$(BIN)/python benchmarks/kernels.py

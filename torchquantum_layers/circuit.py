@@ -224,6 +224,12 @@ class Circuit(nn.Module):
         self._plan_cache = None
         return self
 
+    def __getstate__(self):
+        # the execution plan is derived data holding gate closures: rebuild it after unpickling
+        state = self.__dict__.copy()
+        state["_plan_cache"] = None
+        return state
+
     def copy(self) -> "Circuit":
         import copy
         return copy.deepcopy(self)

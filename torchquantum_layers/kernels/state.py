@@ -40,12 +40,17 @@ def n_wires_of(state: torch.Tensor) -> int:
     return n
 
 
+_CHECK_ABOVE_BYTES = 64 * 2 ** 20
+
+
 def check_allocation(n_wires: int, batch: int, dtype: torch.dtype, device) -> None:
     """Refuse, before allocating, a state that cannot fit in the device's memory."""
     if n_wires < 0 or batch < 1:
         raise ValueError(f"need n_wires >= 0 and batch >= 1, got n_wires={n_wires}, batch={batch}")
     itemsize = torch.empty((), dtype=dtype).element_size()
     needed = batch * (2 ** n_wires) * itemsize
+    if needed < _CHECK_ABOVE_BYTES:
+        return       # small states: skip the (system-call) memory query on every circuit call
     device = torch.device(device) if device is not None else torch.device("cpu")
     available = _available_bytes(device)
     if available is not None and needed > available:
@@ -66,16 +71,7 @@ def _available_bytes(device: torch.device):
                         return int(line.split()[1]) * 1024
         except OSError:
             pass
-        try:
-            return os_sysconf_bytes()
-        except (ValueError, OSError, AttributeError):
-            return None
     return None
-
-
-def os_sysconf_bytes() -> int:
-    import os
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
 
 
 def zero_state(n_wires: int, batch: int = 1, dtype=None, device=None) -> torch.Tensor:

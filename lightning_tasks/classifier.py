@@ -1,0 +1,237 @@
+"""``HybridClassifier``: optional classical pre-net → ``QuantumLayer`` → classical head.
+
+Every constructor argument is a plain value (numbers, strings, lists, dicts), saved with
+``save_hyperparameters`` so checkpoints rebuild the model and ``LightningCLI`` can construct it
+from a config file::
+
+    model = HybridClassifier(n_features=2, n_classes=2, n_qubits=4, n_layers=2,
+                             encoding="reupload", optimizer="Adam", lr=0.05)
+    pl.Trainer(max_epochs=20).fit(model, CirclesDataModule())
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence, Union
+
+import pytorch_lightning as pl
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from torchquantum_layers import QuantumLayer
+
+__all__ = ["HybridClassifier", "build_pre_net", "PRE_NETS", "HEADS", "ANGLE_ACTIVATIONS"]
+
+PRE_NETS = ("none", "linear", "mlp", "cnn")
+HEADS = ("linear", "none")
+ANGLE_ACTIVATIONS = ("none", "tanh", "sigmoid")
+_DTYPES = {"complex64": torch.complex64, "complex128": torch.complex128,
+           "float32": torch.complex64, "float64": torch.complex128}
+
+
+class _AngleActivation(nn.Module):
+    """Maps pre-net outputs to rotation angles: ``π·tanh(z)`` or ``π·sigmoid(z)``."""
+
+    def __init__(self, kind: str):
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, z):
+        if self.kind == "tanh":
+            return math.pi * torch.tanh(z)
+        return math.pi * torch.sigmoid(z)
+
+    def extra_repr(self) -> str:
+        return f"pi * {self.kind}"
+
+
+class _Image(nn.Module):
+    """``(B, C·H·W)`` (or already ``(B, C, H, W)``) → ``(B, C, H, W)``."""
+
+    def __init__(self, shape):
+        super().__init__()
+        self.shape = tuple(shape)
+
+    def forward(self, x):
+        if x.dim() == 4:
+            return x
+        return x.reshape(x.shape[0], *self.shape)
+
+
+def build_pre_net(kind: str, n_features: int, n_out: int, hidden: int = 32,
+                  image_shape: Optional[Sequence[int]] = None) -> nn.Module:
+    """Classical pre-net ``(B, n_features)`` → ``(B, n_out)``.
+
+    ``"linear"``; ``"mlp"`` (Linear-ReLU-Linear with ``hidden`` units); ``"cnn"`` for images
+    (``image_shape`` = ``(H, W)`` or ``(C, H, W)``, rows of ``C·H·W`` pixels): two 3×3
+    conv-ReLU-maxpool blocks (8 and 16 channels), then a linear layer.
+    """
+    if kind == "linear":
+        return nn.Linear(n_features, n_out)
+    if kind == "mlp":
+        return nn.Sequential(nn.Linear(n_features, hidden), nn.ReLU(), nn.Linear(hidden, n_out))
+    if kind == "cnn":
+        if image_shape is None:
+            raise ValueError("HybridClassifier: pre_net='cnn' needs image_shape, e.g. (8, 8) for the digits")
+        shape = tuple(int(s) for s in image_shape)
+        if len(shape) == 2:
+            shape = (1,) + shape
+        if len(shape) != 3 or min(shape) < 1:
+            raise ValueError(f"HybridClassifier: image_shape must be (H, W) or (C, H, W), got {image_shape}")
+        if shape[0] * shape[1] * shape[2] != n_features:
+            raise ValueError(f"HybridClassifier: image_shape {shape} holds {shape[0] * shape[1] * shape[2]} "
+                             f"values but n_features={n_features}")
+        c, h, w = shape
+        h2, w2 = max(h // 4, 1), max(w // 4, 1)
+        return nn.Sequential(
+            _Image(shape),
+            nn.Conv2d(c, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2, ceil_mode=True),
+            nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveMaxPool2d((h2, w2)),
+            nn.Flatten(), nn.Linear(16 * h2 * w2, n_out))
+    raise ValueError(f"HybridClassifier: pre_net must be one of {PRE_NETS} or None, got {kind!r}")
+
+
+def _check_choice(value, choices, name):
+    if value not in choices:
+        raise ValueError(f"HybridClassifier: {name} must be one of {choices}, got {value!r}")
+    return value
+
+
+class HybridClassifier(pl.LightningModule):
+    """Hybrid quantum-classical classifier trained with cross-entropy.
+
+    Model: ``pre_net`` (``None``/"none", "linear", "mlp", "cnn"; followed by ``angle_activation``
+    "tanh" → π·tanh or "sigmoid" → π·sigmoid, or "none") → ``QuantumLayer.from_template(n_qubits,
+    n_layers, encoding, ansatz, measure, ...)`` → ``head`` ("linear": ``Linear(n_obs, n_classes)``;
+    "none": logits = ``logit_scale`` · expectations, needs ``n_obs == n_classes``).
+
+    Without a pre-net the quantum layer reads the ``n_features`` raw features: ``encoding="angle"``
+    needs ``n_features <= n_qubits`` (wire ``w`` reads feature ``w % n_features``), ``"iqp"``
+    needs ``n_features == n_qubits``, ``"reupload"`` takes any number. With a pre-net the pre-net
+    produces ``quantum_features`` angles (default ``n_qubits``).
+
+    Optimisation by name: ``optimizer`` is a class name of ``torch.optim`` ("Adam", "SGD",
+    "AdamW", …) built with ``lr`` and ``optimizer_kwargs``; ``scheduler`` a class name of
+    ``torch.optim.lr_scheduler`` ("StepLR", "CosineAnnealingLR", "ReduceLROnPlateau", …) built
+    with ``scheduler_kwargs``, stepped every ``scheduler_interval`` ("epoch"/"step"), monitoring
+    ``scheduler_monitor`` for ReduceLROnPlateau.
+
+    Logs ``train_loss``, ``train_acc``, ``val_loss``, ``val_acc``, ``test_loss``, ``test_acc``
+    (epoch means).
+    """
+
+    def __init__(self, n_features: int, n_classes: int, n_qubits: int = 4, n_layers: int = 2,
+                 encoding: str = "angle", ansatz: str = "hardware_efficient",
+                 measure: Union[str, Sequence[str]] = "Z", encoding_kwargs: Optional[dict] = None,
+                 ansatz_kwargs: Optional[dict] = None, quantum_features: Optional[int] = None,
+                 pre_net: Optional[str] = None, pre_net_hidden: int = 32,
+                 image_shape: Optional[Sequence[int]] = None, angle_activation: str = "tanh",
+                 head: str = "linear", logit_scale: float = 5.0, diff_method: Optional[str] = None,
+                 shots: Optional[int] = None, quantum_seed: Optional[int] = None, init: str = "uniform",
+                 dtype: str = "complex64", optimizer: str = "Adam", lr: float = 0.01,
+                 optimizer_kwargs: Optional[dict] = None, scheduler: Optional[str] = None,
+                 scheduler_kwargs: Optional[dict] = None, scheduler_interval: str = "epoch",
+                 scheduler_monitor: str = "val_loss"):
+        super().__init__()
+        self.save_hyperparameters()
+        for name, v, lo in (("n_features", n_features, 1), ("n_classes", n_classes, 2),
+                            ("n_qubits", n_qubits, 1), ("pre_net_hidden", pre_net_hidden, 1)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"HybridClassifier: {name} must be an int, got {v!r}")
+            if v < lo:
+                raise ValueError(f"HybridClassifier: {name} must be >= {lo}, got {v}")
+        pre_net = "none" if pre_net is None else pre_net
+        _check_choice(pre_net, PRE_NETS, "pre_net")
+        _check_choice(head, HEADS, "head")
+        _check_choice(angle_activation, ANGLE_ACTIVATIONS, "angle_activation")
+        _check_choice(scheduler_interval, ("epoch", "step"), "scheduler_interval")
+        if dtype not in _DTYPES:
+            raise ValueError(f"HybridClassifier: dtype must be one of {tuple(_DTYPES)}, got {dtype!r}")
+        if not isinstance(optimizer, str) or not isinstance(getattr(torch.optim, optimizer, None), type):
+            raise ValueError(f"HybridClassifier: optimizer {optimizer!r} is not a class of torch.optim")
+        if scheduler is not None and (not isinstance(scheduler, str) or not isinstance(
+                getattr(torch.optim.lr_scheduler, scheduler, None), type)):
+            raise ValueError(f"HybridClassifier: scheduler {scheduler!r} is not a class of "
+                             f"torch.optim.lr_scheduler")
+        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
+            raise ValueError(f"HybridClassifier: lr must be a positive number, got {lr!r}")
+
+        if pre_net == "none":
+            if quantum_features not in (None, n_features):
+                raise ValueError(f"HybridClassifier: without a pre-net the quantum layer reads the "
+                                 f"{n_features} features; quantum_features={quantum_features} disagrees")
+            q_features = n_features
+            self.pre_net = None
+        else:
+            q_features = n_qubits if quantum_features is None else quantum_features
+            layers = [build_pre_net(pre_net, n_features, q_features, pre_net_hidden, image_shape)]
+            if angle_activation != "none":
+                layers.append(_AngleActivation(angle_activation))
+            self.pre_net = nn.Sequential(*layers)
+        self.quantum = QuantumLayer.from_template(
+            n_qubits, n_layers, encoding=encoding, ansatz=ansatz,
+            measure=list(measure) if isinstance(measure, (list, tuple)) else measure,
+            n_features=None if encoding == "iqp" else q_features,
+            encoding_kwargs=encoding_kwargs, ansatz_kwargs=ansatz_kwargs, init=init,
+            diff_method=diff_method, dtype=_DTYPES[dtype], shots=shots, seed=quantum_seed)
+        n_obs = self.quantum.n_outputs
+        if head == "linear":
+            self.head = nn.Linear(n_obs, n_classes)
+        else:
+            if n_obs != n_classes:
+                raise ValueError(f"HybridClassifier: head='none' needs one observable per class, got "
+                                 f"{n_obs} observables for {n_classes} classes")
+            self.head = None
+        self.logit_scale = float(logit_scale)
+
+    # ------------------------------------------------------------------------------------------
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits ``(B, n_classes)``."""
+        if self.pre_net is not None:
+            x = self.pre_net(x)
+        q = self.quantum(x)
+        return self.head(q) if self.head is not None else self.logit_scale * q
+
+    def _step(self, batch, stage: str):
+        x, y = batch
+        logits = self(x)
+        loss = F.cross_entropy(logits, y)
+        acc = (logits.argmax(dim=-1) == y).float().mean()
+        show = stage != "train"
+        self.log(f"{stage}_loss", loss, on_step=False, on_epoch=True, prog_bar=show, batch_size=y.shape[0])
+        self.log(f"{stage}_acc", acc, on_step=False, on_epoch=True, prog_bar=show, batch_size=y.shape[0])
+        return loss
+
+    def training_step(self, batch, batch_idx):
+        return self._step(batch, "train")
+
+    def validation_step(self, batch, batch_idx):
+        return self._step(batch, "val")
+
+    def test_step(self, batch, batch_idx):
+        return self._step(batch, "test")
+
+    def predict_step(self, batch, batch_idx, dataloader_idx=0):
+        x = batch[0] if isinstance(batch, (list, tuple)) else batch
+        return self(x).argmax(dim=-1)
+
+    def configure_optimizers(self):
+        hp = self.hparams
+        opt_cls = getattr(torch.optim, hp.optimizer)
+        try:
+            opt = opt_cls(self.parameters(), lr=hp.lr, **(hp.optimizer_kwargs or {}))
+        except TypeError as err:
+            raise TypeError(f"HybridClassifier: optimizer {hp.optimizer} rejected optimizer_kwargs "
+                            f"{hp.optimizer_kwargs}: {err}") from None
+        if hp.scheduler is None:
+            return opt
+        sched_cls = getattr(torch.optim.lr_scheduler, hp.scheduler)
+        try:
+            sched = sched_cls(opt, **(hp.scheduler_kwargs or {}))
+        except TypeError as err:
+            raise TypeError(f"HybridClassifier: scheduler {hp.scheduler} rejected scheduler_kwargs "
+                            f"{hp.scheduler_kwargs}: {err}") from None
+        config = {"scheduler": sched, "interval": hp.scheduler_interval}
+        if isinstance(sched, torch.optim.lr_scheduler.ReduceLROnPlateau):
+            config["monitor"] = hp.scheduler_monitor
+        return {"optimizer": opt, "lr_scheduler": config}

@@ -1,0 +1,346 @@
+"""``VQETask``: the variational quantum eigensolver as a LightningModule.
+
+Every constructor argument is a plain value (strings, numbers, lists), saved with
+``save_hyperparameters`` so checkpoints rebuild the task and ``LightningCLI`` can construct it::
+
+    task = VQETask(molecule="H2", ansatz="uccsd", optimizer="adam", lr=0.1)
+    pl.Trainer(max_steps=100, callbacks=[ChemicalAccuracyStopping()]).fit(task)
+    task = fit_vqe("H2", max_steps=100)            # the same, with a quiet CPU Trainer
+    task.best_energy, task.steps_to_accuracy
+
+There is no data: the module serves a one-element dataset itself, so one epoch is one optimizer
+step. Each training step evaluates ⟨H⟩ (``diff_method``: "adjoint" by default) and logs
+``energy`` (Ha), ``error_mha`` (|E − E_FCI| in mHa) and ``chemical_accuracy`` (1.0 when the
+error is below 1.6 mHa). The logged values at global step k are those of the angles after k
+updates (before update k+1), as ``tql.chem.vqe``'s history.
+
+Molecules: a bundled name (``tql.chem.available()``: H2, LiH, ...; ``bond_length=`` picks a point
+of a bundled scan), or ``geometry=[["H", [0, 0, 0]], ["H", [0, 0, 0.74]]]`` (or an XYZ string)
+with ``basis`` (PySCF needed). :func:`pes_scan` runs a bundled bond-length scan with warm starts.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from typing import Optional, Sequence, Union
+
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import EarlyStopping
+from torch.utils.data import DataLoader, TensorDataset
+
+import torchquantum_layers.chem as chem
+from torchquantum_layers.chem.vqe import CHEMICAL_ACCURACY, energy as _energy, make_optimizer
+from torchquantum_layers.grad import DIFF_METHODS
+
+__all__ = ["VQETask", "ChemicalAccuracyStopping", "fit_vqe", "pes_scan", "ANSATZE", "OPTIMIZERS",
+           "CHEMICAL_ACCURACY_MHA"]
+
+ANSATZE = ("uccsd", "hardware_efficient")
+OPTIMIZERS = ("adam", "sgd", "lbfgs")
+CHEMICAL_ACCURACY_MHA = 1e3 * CHEMICAL_ACCURACY          # 1.6 mHa
+_DTYPES = {"complex128": torch.complex128, "complex64": torch.complex64,
+           "float64": torch.complex128, "float32": torch.complex64}
+_QUIET = (".*does not have many workers.*", ".*fewer steps than.*", ".*has fewer than.*log.*",
+          ".*LightningModule.*has parameters that were not used.*", ".*GPU available but not used.*",
+          ".*TPU available.*", ".*`training_step` returned `None`.*",
+          ".*isinstance\\(treespec, LeafSpec\\)` is deprecated.*")
+
+
+def _optimizer_class(name):
+    """A ``torch.optim`` class for a name outside :data:`OPTIMIZERS` (case-insensitive), or None."""
+    for attr in dir(torch.optim):
+        cls = getattr(torch.optim, attr)
+        if attr.lower() == name.lower() and isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer):
+            return cls
+    return None
+
+
+def _plain_geometry(geometry):
+    """Geometry as plain lists (``[[symbol, [x, y, z]], ...]``) or an XYZ string."""
+    if geometry is None or isinstance(geometry, str):
+        return geometry
+    return [[str(s), [float(v) for v in xyz]] for s, xyz in geometry]
+
+
+class VQETask(pl.LightningModule):
+    """Minimise ⟨H⟩ of a molecular Hamiltonian over the angles of a chemistry ansatz.
+
+    Args:
+        molecule: a bundled name (``tql.chem.available()``), or a label when ``geometry`` is given.
+        bond_length: picks a point of the bundled scan of ``molecule`` (``tql.chem.available_scans()``).
+        geometry, basis, charge, multiplicity, active_electrons, active_orbitals: build the
+            Hamiltonian with PySCF (``tql.chem.Molecule`` + ``molecular_hamiltonian``) instead.
+        ansatz: ``"uccsd"`` (HF + Givens excitations, angles 0) or ``"hardware_efficient"``
+            (``n_layers`` RY/CNOT layers starting at HF, small random angles from ``seed``).
+        optimizer, lr: ``"adam"`` (default lr 0.1), ``"sgd"``, ``"lbfgs"`` (Lightning's closure
+            drives its line search), or another ``torch.optim`` class name.
+        diff_method: ``"adjoint"`` (default), ``"backprop"`` or ``"parameter-shift"``.
+        dtype: ``"complex128"`` (default) or ``"complex64"``.
+        init_weights: starting angles (a list of floats), e.g. from a neighbouring geometry.
+    """
+
+    def __init__(self, molecule: str = "H2", bond_length: Optional[float] = None,
+                 geometry: Optional[Union[str, list]] = None, basis: str = "sto-3g", charge: int = 0,
+                 multiplicity: int = 1, active_electrons: Optional[int] = None,
+                 active_orbitals: Optional[Union[int, list]] = None, ansatz: str = "uccsd", n_layers: int = 2,
+                 optimizer: str = "adam", lr: Optional[float] = None, diff_method: str = "adjoint",
+                 dtype: str = "complex128", seed: int = 0, init_weights: Optional[list] = None):
+        super().__init__()
+        # validate everything cheap before building anything
+        if not isinstance(ansatz, str) or ansatz.lower().replace("-", "_") not in ANSATZE:
+            raise ValueError(f"VQETask: unknown ansatz {ansatz!r}; choose one of {', '.join(ANSATZE)}")
+        ansatz = ansatz.lower().replace("-", "_")
+        if diff_method not in DIFF_METHODS:
+            raise ValueError(f"VQETask: unknown diff_method {diff_method!r}; choose one of {', '.join(DIFF_METHODS)}")
+        if not isinstance(optimizer, str) or (optimizer.lower() not in OPTIMIZERS and _optimizer_class(optimizer) is None):
+            raise ValueError(f"VQETask: unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZERS)} "
+                             f"or a torch.optim class name")
+        if dtype not in _DTYPES:
+            raise ValueError(f"VQETask: dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
+        if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
+            raise ValueError(f"VQETask: n_layers must be a positive int, got {n_layers!r}")
+        if lr is not None and not (isinstance(lr, (int, float)) and lr > 0):
+            raise ValueError(f"VQETask: lr must be a positive number, got {lr!r}")
+        geometry = _plain_geometry(geometry)
+        bond_length = None if bond_length is None else float(bond_length)
+        self.save_hyperparameters(ignore=["init_weights"])     # plain values only (weights_only=True loads)
+
+        self.H, self.info = self._hamiltonian(molecule, bond_length, geometry, basis, charge, multiplicity,
+                                              active_electrons, active_orbitals)
+        if self.info.fci_energy is None:
+            raise ValueError(f"VQETask: {self.info.name} has no FCI reference energy (error_mha needs one)")
+        self.fci_energy = float(self.info.fci_energy)
+        self.hf_energy = float(self.info.hf_energy)
+        n, ne, cdtype = self.info.n_qubits, self.info.n_electrons, _DTYPES[dtype]
+        if ansatz == "uccsd":
+            self.circuit = chem.uccsd(n, ne, reference=tuple(self.info.hf_state), dtype=cdtype)
+        else:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                self.circuit = chem.hardware_efficient(n, n_layers, reference=tuple(self.info.hf_state),
+                                                       dtype=cdtype)
+        if init_weights is not None:
+            self.set_weights(init_weights)
+        self.history: list = []            # history[k]: energy after k optimizer steps
+        self._seen_step = -1
+        self._best = None                  # (energy, angles) of the lowest energy logged in this process
+
+    # -- construction -----------------------------------------------------------------------------
+    @staticmethod
+    def _hamiltonian(molecule, bond_length, geometry, basis, charge, multiplicity, active_electrons,
+                     active_orbitals):
+        if geometry is not None:
+            if bond_length is not None:
+                raise ValueError("VQETask: give geometry or bond_length (a bundled scan point), not both")
+            geom = geometry if isinstance(geometry, str) else [(s, tuple(xyz)) for s, xyz in geometry]
+            mol = chem.Molecule(geom, basis=basis, charge=charge, multiplicity=multiplicity,
+                                active_electrons=active_electrons, active_orbitals=active_orbitals,
+                                name=molecule if isinstance(molecule, str) and molecule else None)
+            return chem.molecular_hamiltonian(mol)
+        if not isinstance(molecule, str):
+            raise ValueError(f"VQETask: molecule must be a bundled name ({', '.join(chem.available())}) or use "
+                             f"geometry=..., got {molecule!r}")
+        return chem.load(molecule, bond_length=bond_length)   # ValueError listing the bundled names
+
+    def set_weights(self, weights) -> None:
+        """Copy angles in (a list, tensor or another task's ``circuit.weights``)."""
+        w = torch.as_tensor(weights, dtype=self.circuit.weights.dtype).reshape(-1)
+        if w.shape != self.circuit.weights.shape:
+            raise ValueError(f"VQETask: {w.numel()} initial weights for {self.circuit.num_parameters} parameters")
+        with torch.no_grad():
+            self.circuit.weights.copy_(w)
+
+    # -- Lightning hooks --------------------------------------------------------------------------
+    def forward(self) -> torch.Tensor:
+        """⟨H⟩ at the current angles (a 0-d tensor)."""
+        return _energy(self.circuit, self.H, diff_method=self.hparams.diff_method)
+
+    def training_step(self, batch, batch_idx):
+        e = self()
+        if self._seen_step != self.global_step:        # L-BFGS evaluates several times per step
+            self._seen_step = self.global_step
+            value = float(e.detach())
+            err = abs(value - self.fci_energy) * 1e3
+            self.history.append(value)
+            if self._best is None or value < self._best[0]:
+                self._best = (value, self.circuit.weights.detach().clone())
+            self.log("energy", value, on_step=True, on_epoch=False, prog_bar=True, batch_size=1)
+            self.log("error_mha", err, on_step=True, on_epoch=False, prog_bar=True, batch_size=1)
+            self.log("chemical_accuracy", float(err < CHEMICAL_ACCURACY_MHA), on_step=True, on_epoch=False,
+                     batch_size=1)
+        return e
+
+    def configure_optimizers(self):
+        name, lr = self.hparams.optimizer, self.hparams.lr
+        if name.lower() in OPTIMIZERS:
+            return make_optimizer(name.lower(), self.parameters(), lr)
+        cls = _optimizer_class(name)
+        return cls(self.parameters(), lr=lr) if lr is not None else cls(self.parameters())
+
+    def train_dataloader(self):
+        return DataLoader(TensorDataset(torch.zeros(1)), batch_size=1)
+
+    def on_save_checkpoint(self, checkpoint) -> None:
+        checkpoint["vqe_history"] = [float(v) for v in self.history]
+
+    def on_load_checkpoint(self, checkpoint) -> None:
+        self.history = [float(v) for v in checkpoint.get("vqe_history", [])]
+
+    def on_train_start(self) -> None:
+        # a resumed run starts at the saved step: drop history entries the checkpoint did not reach
+        del self.history[self.global_step:]
+        self._seen_step = -1
+
+    # -- results ----------------------------------------------------------------------------------
+    @torch.no_grad()
+    def final_energy(self) -> float:
+        """⟨H⟩ at the current angles, in Ha."""
+        return float(_energy(self.circuit, self.H, diff_method="backprop"))
+
+    def restore_best(self) -> bool:
+        """Put back the angles of the lowest logged energy if they beat the current ones (the last
+        optimizer step, taken after the stopping check, can overshoot). True if it changed them."""
+        if self._best is None or self._best[0] >= self.final_energy():
+            return False
+        with torch.no_grad():
+            self.circuit.weights.copy_(self._best[1])
+        return True
+
+    @property
+    def best_energy(self) -> float:
+        """The lowest energy seen (the history and the current angles)."""
+        return min(self.history + [self.final_energy()])
+
+    @property
+    def error_mha(self) -> float:
+        return abs(self.final_energy() - self.fci_energy) * 1e3
+
+    @property
+    def steps_to_accuracy(self) -> Optional[int]:
+        """Optimizer steps until the energy was within 1.6 mHa of FCI (None if never)."""
+        for k, e in enumerate(self.history):
+            if abs(e - self.fci_energy) < CHEMICAL_ACCURACY:
+                return k
+        if abs(self.final_energy() - self.fci_energy) < CHEMICAL_ACCURACY:
+            return len(self.history)
+        return None
+
+
+class ChemicalAccuracyStopping(EarlyStopping):
+    """Stop once ``error_mha`` < ``threshold_mha`` (chemical accuracy, 1.6 mHa), or when it has not
+    improved by ``min_delta`` mHa for ``patience`` steps (converged, e.g. an ansatz that cannot
+    reach FCI)."""
+
+    def __init__(self, patience: int = 20, min_delta: float = 1e-3, threshold_mha: float = CHEMICAL_ACCURACY_MHA,
+                 verbose: bool = False):
+        super().__init__(monitor="error_mha", mode="min", patience=patience, min_delta=min_delta,
+                         stopping_threshold=threshold_mha, check_on_train_epoch_end=True, verbose=verbose)
+
+
+def make_trainer(max_steps: int = 100, callbacks: Optional[list] = None, logger=False,
+                 enable_progress_bar: bool = False, enable_checkpointing: bool = False, **kwargs) -> pl.Trainer:
+    """A quiet CPU Trainer for VQE: one step per epoch, no model summary."""
+    opts = dict(accelerator="cpu", devices=1, max_steps=max_steps, max_epochs=-1, logger=logger,
+                enable_progress_bar=enable_progress_bar, enable_model_summary=False,
+                enable_checkpointing=enable_checkpointing, log_every_n_steps=1, num_sanity_val_steps=0,
+                callbacks=callbacks or [])
+    opts.update(kwargs)
+    return pl.Trainer(**opts)
+
+
+def fit_vqe(molecule: str = "H2", max_steps: int = 100, stop_at_accuracy: bool = True, patience: int = 20,
+            min_delta: float = 1e-3, restore_best: bool = True, callbacks: Optional[list] = None, logger=False,
+            enable_progress_bar: bool = False, trainer_kwargs: Optional[dict] = None, **task_kwargs) -> VQETask:
+    """Build a :class:`VQETask` (``task_kwargs``: ansatz, optimizer, lr, diff_method, bond_length,
+    geometry, ...) and train it for at most ``max_steps`` steps on the CPU.
+
+    With ``stop_at_accuracy`` a :class:`ChemicalAccuracyStopping` ends training at chemical
+    accuracy or convergence; ``restore_best`` then puts back the angles of the lowest energy seen
+    (the optimizer step after the last check may overshoot). Returns the task; ``task.best_energy``, ``task.steps_to_accuracy``,
+    ``task.error_mha``, ``task.wall_time`` (seconds in ``fit``) and ``task.trainer`` report.
+    """
+    task = VQETask(molecule=molecule, **task_kwargs)
+    cbs = list(callbacks or [])
+    if stop_at_accuracy:
+        cbs.append(ChemicalAccuracyStopping(patience=patience, min_delta=min_delta))
+    quiet = not enable_progress_bar
+    loggers = [logging.getLogger(n) for n in ("pytorch_lightning.utilities.rank_zero",
+                                                "lightning.pytorch.utilities.rank_zero")]
+    levels = [lg.level for lg in loggers]
+    with warnings.catch_warnings():
+        for pattern in _QUIET:
+            warnings.filterwarnings("ignore", pattern)
+        if quiet:
+            for lg in loggers:
+                lg.setLevel(logging.WARNING)
+        try:
+            trainer = make_trainer(max_steps, cbs, logger=logger, enable_progress_bar=enable_progress_bar,
+                                   **(trainer_kwargs or {}))
+            start = time.perf_counter()
+            trainer.fit(task)
+            task.wall_time = time.perf_counter() - start
+        finally:
+            for lg, level in zip(loggers, levels):
+                lg.setLevel(level)
+    task.trainer = trainer
+    if restore_best:
+        task.restore_best()
+    return task
+
+
+def pes_scan(molecule: str = "H2", bond_lengths: Optional[Sequence[float]] = None, max_steps: int = 100,
+             warm_start: bool = True, plot: Optional[str] = None, **fit_kwargs) -> list:
+    """VQE along a bundled potential-energy scan (``tql.chem.load_scan``), each point started from the
+    angles of the previous one.
+
+    ``bond_lengths``: a subset of the scan's (Å; default all). Returns a list of dicts with
+    ``bond_length``, ``vqe``, ``hf``, ``fci`` (Ha), ``error_mha``, ``steps`` (optimizer steps) and
+    ``chemical_accuracy`` (bool). ``plot="pes.png"`` also draws the curves with matplotlib if it is
+    installed (a warning otherwise).
+    """
+    available = [r for r, _, _ in chem.load_scan(molecule)]
+    if bond_lengths is None:
+        bond_lengths = available
+    for r in bond_lengths:
+        if not any(abs(r - a) < 1e-6 for a in available):
+            raise ValueError(f"pes_scan: bond length {r} is not in the bundled {molecule} scan "
+                             f"({', '.join(f'{a:g}' for a in available)})")
+    table, previous = [], None
+    for r in bond_lengths:
+        if warm_start and previous is not None:
+            fit_kwargs["init_weights"] = previous
+        task = fit_vqe(molecule, max_steps=max_steps, bond_length=r, **fit_kwargs)
+        previous = task.circuit.weights.detach().tolist()
+        e = task.final_energy()
+        err = abs(e - task.fci_energy) * 1e3
+        table.append({"bond_length": float(r), "vqe": e, "hf": task.hf_energy, "fci": task.fci_energy,
+                      "error_mha": err, "steps": int(task.global_step),
+                      "chemical_accuracy": bool(err < CHEMICAL_ACCURACY_MHA)})
+    if plot is not None:
+        plot_pes(table, plot)
+    return table
+
+
+def plot_pes(table: list, path: str) -> Optional[str]:
+    """Save the HF / FCI / VQE curves of a :func:`pes_scan` table as a PNG; None without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        warnings.warn("pes_scan: matplotlib is not installed; no plot written")
+        return None
+    r = [row["bond_length"] for row in table]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(r, [row["hf"] for row in table], "--", label="Hartree–Fock")
+    ax.plot(r, [row["fci"] for row in table], "-", label="FCI")
+    ax.plot(r, [row["vqe"] for row in table], "o", label="VQE")
+    ax.set_xlabel("bond length (Å)")
+    ax.set_ylabel("energy (Ha)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return str(path)

@@ -1,0 +1,170 @@
+"""Quantum kernels: ``K[i, j] = |⟨φ(x1_i)|φ(x2_j)⟩|²`` for an encoding circuit ``φ``.
+
+The encoder runs once on each set of samples (one batched simulation each), and the whole Gram
+matrix is one complex matrix product of the two batches of states: no Python loop over pairs.
+Use it with scikit-learn's ``SVC(kernel="precomputed")``::
+
+    enc = tql.templates.iqp_encoding(tql.Circuit(4))          # reads iqp_features(x) columns
+    K_train = tql.qml.fidelity_kernel(enc, iqp_features(X_train))
+    svc = SVC(kernel="precomputed").fit(K_train, y_train)
+    svc.predict(tql.qml.fidelity_kernel(enc, iqp_features(X_test), iqp_features(X_train)))
+
+or hand ``SVC(kernel=tql.qml.FidelityKernel(layer))`` the callable form, or pass a
+:class:`~torchquantum_layers.QuantumLayer` built with ``from_template(n, 0, encoding="iqp",
+ansatz="none")``, whose input map computes the products itself.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional, Union
+
+import numpy as np
+import torch
+
+from ..circuit import Circuit
+from ..kernels.state import REAL_OF
+
+__all__ = ["encode", "fidelity_kernel", "FidelityKernel"]
+
+Encoder = Union[Circuit, "torch.nn.Module", Callable]
+
+
+def _as_features(X, what: str, name: str, dtype, device) -> torch.Tensor:
+    if isinstance(X, torch.Tensor):
+        t = X
+    else:
+        try:
+            t = torch.as_tensor(np.asarray(X))
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{what}: {name} must be a tensor or an array of numbers, got "
+                            f"{type(X).__name__} ({err})") from None
+    if t.is_complex() or t.dtype == torch.bool or not (t.is_floating_point() or t.dtype in (
+            torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)):
+        raise TypeError(f"{what}: {name} must hold real numbers, got {t.dtype}")
+    if t.dim() == 1:
+        t = t.unsqueeze(0)
+    if t.dim() != 2:
+        raise ValueError(f"{what}: {name} must have shape (N, F) or (F,), got {tuple(t.shape)}")
+    if t.shape[0] == 0:
+        raise ValueError(f"{what}: {name} has no samples (shape {tuple(t.shape)})")
+    if dtype is not None:
+        t = t.to(dtype)
+    elif not t.is_floating_point():
+        t = t.to(torch.get_default_dtype())
+    if device is not None:
+        t = t.to(device)
+    if t.device.type == "cpu" and not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{what}: {name} contains NaN or inf")
+    return t
+
+
+def _encoder_parts(encoder, what):
+    """(circuit or None, input map or None, callable or None) of an encoder."""
+    from ..layers import QuantumLayer
+    if isinstance(encoder, QuantumLayer):
+        return encoder.circuit, encoder.input_map, None
+    if isinstance(encoder, Circuit):
+        return encoder, None, None
+    if callable(encoder):
+        return None, None, encoder
+    raise TypeError(f"{what}: encoder must be a tql.Circuit, a tql.QuantumLayer or a callable X -> states, "
+                    f"got {type(encoder).__name__}")
+
+
+def encode(encoder: Encoder, X, *, batch_size: Optional[int] = None, what: str = "encode",
+           name: str = "X") -> torch.Tensor:
+    """The encoded states ``(N, 2**n)`` of the samples ``X`` ``(N, F)``.
+
+    ``encoder`` is a :class:`Circuit` whose input columns read the features (``F`` must equal
+    ``circuit.n_inputs``), a :class:`QuantumLayer` (its input map, then its circuit; its
+    observables are ignored) or any callable mapping a ``(N, F)`` tensor to ``(N, 2**n)`` states.
+    ``X`` may be a tensor or a NumPy array; it is moved to the circuit's device and real dtype.
+    ``batch_size`` runs the encoder on chunks of samples (same result, less peak memory).
+    """
+    circuit, input_map, fn = _encoder_parts(encoder, what)
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                   or batch_size < 1):
+        raise ValueError(f"{what}: batch_size must be a positive int or None, got {batch_size!r}")
+    if circuit is not None:
+        x = _as_features(X, what, name, REAL_OF[circuit.dtype], circuit.device)
+        need = encoder.n_inputs if input_map is not None else circuit.n_inputs
+        if need == 0:
+            raise ValueError(f"{what}: the encoder reads no input features, so every sample gives the "
+                             f"same state")
+        if x.shape[1] != need:
+            raise ValueError(f"{what}: the encoder reads {need} feature(s) but {name} has {x.shape[1]} "
+                             f"(shape {tuple(x.shape)})")
+
+        def run(chunk):
+            if input_map is not None:
+                chunk = input_map(chunk)
+            return circuit(chunk)
+    else:
+        x = _as_features(X, what, name, None, None)
+
+        def run(chunk):
+            out = fn(chunk)
+            if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != chunk.shape[0]:
+                got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+                raise ValueError(f"{what}: the encoder callable must return states of shape "
+                                 f"({chunk.shape[0]}, 2**n), got {got}")
+            if not out.is_complex():
+                out = out.to(torch.complex128 if out.dtype == torch.float64 else torch.complex64)
+            return out
+    if batch_size is None or batch_size >= x.shape[0]:
+        return run(x)
+    return torch.cat([run(x[i:i + batch_size]) for i in range(0, x.shape[0], batch_size)], dim=0)
+
+
+def fidelity_kernel(encoder: Encoder, X1, X2=None, *, batch_size: Optional[int] = None):
+    """Gram matrix ``K[i, j] = |⟨φ(X1_i)|φ(X2_j)⟩|²`` of shape ``(N1, N2)``.
+
+    ``X2=None`` gives the training kernel ``K(X1, X1)`` (states computed once, symmetrised
+    exactly); for a test kernel pass ``fidelity_kernel(enc, X_test, X_train)``, which is the
+    shape ``SVC(kernel="precomputed").predict`` expects. See :func:`encode` for ``encoder`` and
+    ``batch_size``.
+
+    Returns a NumPy float64 array when ``X1`` is a NumPy array (or list), else a tensor in
+    ``X1``'s float dtype (the simulation runs in the circuit's dtype) on the circuit's device,
+    differentiable with respect to the encoder's weights and the inputs (kernel training).
+    """
+    what = "fidelity_kernel"
+    to_numpy = not isinstance(X1, torch.Tensor)
+    psi1 = encode(encoder, X1, batch_size=batch_size, what=what, name="X1")
+    if X2 is None:
+        psi2 = psi1
+    else:
+        psi2 = encode(encoder, X2, batch_size=batch_size, what=what, name="X2")
+        if psi2.shape[1] != psi1.shape[1]:
+            raise ValueError(f"{what}: X1 and X2 were encoded into states of different sizes "
+                             f"{psi1.shape[1]} and {psi2.shape[1]}")
+        if psi2.dtype != psi1.dtype:
+            psi2 = psi2.to(psi1.dtype)
+    overlap = psi1.conj() @ psi2.transpose(0, 1)                  # (N1, N2): ⟨φ(x1_i)|φ(x2_j)⟩
+    K = overlap.real.square() + overlap.imag.square()
+    if X2 is None:
+        K = 0.5 * (K + K.transpose(0, 1))
+    if to_numpy:
+        return K.detach().cpu().to(torch.float64).numpy()
+    out_dtype = X1.dtype if X1.is_floating_point() else K.dtype
+    return K.to(out_dtype)
+
+
+class FidelityKernel:
+    """A callable ``kernel(X, Y) -> ndarray`` for scikit-learn: ``SVC(kernel=FidelityKernel(enc))``.
+
+    Evaluates :func:`fidelity_kernel` without gradients and returns float64 NumPy arrays.
+    """
+
+    def __init__(self, encoder: Encoder, batch_size: Optional[int] = None):
+        _encoder_parts(encoder, "FidelityKernel")
+        self.encoder = encoder
+        self.batch_size = batch_size
+
+    def __call__(self, X, Y=None) -> np.ndarray:
+        with torch.no_grad():
+            K = fidelity_kernel(self.encoder, np.asarray(X), None if Y is None else np.asarray(Y),
+                                batch_size=self.batch_size)
+        return K
+
+    def __repr__(self) -> str:
+        return f"FidelityKernel({type(self.encoder).__name__})"

@@ -111,3 +111,16 @@ def test_bad_input(call, match):
 def test_bad_type():
     with pytest.raises(TypeError, match=r"expected a Hamiltonian or PauliString"):
         exact.ground_state(np.eye(2))
+
+
+def test_eigsh_failure_falls_back_to_block_lanczos(monkeypatch):
+    import scipy.sparse.linalg as sla
+
+    def fail(*a, **k):
+        raise sla.ArpackNoConvergence("no convergence", np.zeros(0), np.zeros((0, 0)))
+
+    monkeypatch.setattr(sla, "eigsh", fail)
+    rng = np.random.default_rng(5)
+    terms = random_terms(5, 10, rng)
+    e, v = exact.ground_state(build(terms), k=2, method="eigsh")
+    check_eigenpairs(terms, 5, e, v, 2)

@@ -13,18 +13,21 @@ into ONE diagonal ``D_x[j] = Σ_t c_t i^{|x∧z_t|} (-1)^{|j∧z_t|}``:
 so a call costs one pass per distinct X mask, not per term. The X-free group (all-Z terms and
 the constant) is one precomputed real vector; its expectation is one weighted sum of |ψ|².
 
-Expectations use the Hermitian pairing of j and j⊕x: with p the pivot wire (the last wire of x)
+Expectations use the Hermitian pairing of j and j⊕x: with p the pivot wire (the last X wire)
 and ψ₀, ψ₁ the halves of the state where wire p is 0 and 1,
 
     ⟨ψ|H_x|ψ⟩ = 2 Re Σ_k D_x[0,k] ψ₀[k] conj(ψ₁[k⊕x'])        (x' = x without p)
 
-that is one ``torch.flip`` of half the (conjugated) state on the axes of x', one multiply, and
-one GEMV against a precomputed real table (the same GEMV serves a whole list of observables).
-The pivot is the last wire of x so that no flip touches the innermost axis (slow in torch).
-For small states, where the fixed cost of a torch call dominates, all groups are evaluated at
-once by a single gather instead (``method="gather"``).
+i.e. per group one pass that forms the products ψ₀[k] conj(ψ₁[k⊕x']) — a multiply per pattern
+of the x' bits on strided views of the state, or one ``torch.flip`` and one multiply when x' is
+large — and one GEMV against a precomputed table (the same GEMM serves a list of observables).
+torch's CPU kernels are several times slower on short contiguous runs, which is what X masks
+ending on the last wires produce; so batches of 8 or more states are transposed once per call
+to put the batch innermost, and single states on many wires let such groups use a rotated wire
+order (see :class:`_ExpvalPlan`). For small states, where the fixed cost of a torch call
+dominates, all groups are evaluated at once by a single gather instead (``method="gather"``).
 
-Memory: a group's table holds one value per amplitude. Tables are cached up to
+Memory: a group's table holds 2**(n-1) complex values (2**n for H·ψ). Tables are cached up to
 :data:`TABLE_CACHE_BYTES` (512 MiB) per compiled form, the costliest to rebuild first; the
 groups past that cap rebuild their table at each call (one small GEMM over the wires their Z
 masks touch, then one expansion), so e.g. a 24-qubit Hamiltonian with hundreds of X masks stays
@@ -57,9 +60,11 @@ device and use). Groups past the cap rebuild their table at each call instead of
 DENSE_MAX_WIRES = 14
 """``to_dense`` refuses more wires than this unless ``force=True``."""
 
-# Small states: below these sizes all X groups are done by one gather (call overhead dominates).
-_GATHER_MAX_TABLE = 2 ** 21      # G * 2**n entries of the stacked index / table
-_GATHER_MAX_WORK = 2 ** 21       # B * G * 2**n gathered amplitudes per call
+# Small states: below these sizes the X groups are done by gathers (torch call overhead dominates):
+# G * 2**(n-1) entries of stacked index / table for ⟨H⟩ (G * 2**n for H·ψ), and as many gathered
+# amplitudes per state in the batch.
+_GATHER_MAX_TABLE = 2 ** 21
+_GATHER_MAX_WORK = 2 ** 21
 
 _HERMITIAN_RTOL = 1e-12
 
@@ -970,7 +975,7 @@ def _table(entries, n_obs: int, target_wires, device, sign_mask: int = 0) -> tor
         return compact
     sset = set(support)
     shape = [n_obs] + [2 if w in sset else 1 for w in target]
-    return compact.reshape(shape).expand([n_obs] + [2] * len(target)).reshape(n_obs, -1)
+    return compact.reshape(shape).expand([n_obs] + [2] * len(target)).contiguous().view(n_obs, -1)
 
 
 def _segments(n: int, kind_of):
@@ -1080,11 +1085,24 @@ _flip_out = torch.ops.aten.flip.out
 
 # ------------------------------------------------------------------------------------------------
 class _Group:
-    __slots__ = ("x", "xb", "entries", "shape", "pdim", "half_shape", "flip_dims", "table", "cost")
+    __slots__ = ("x", "xb", "entries", "shape", "pdim", "half_shape", "flip_dims", "table", "cost",
+                 "rot", "tables", "layouts")
 
 
 class _ExpvalPlan:
-    """Compiled ⟨ψ|O_o|ψ⟩ for a tuple of Hermitian observables on n wires."""
+    """Compiled ⟨ψ|O_o|ψ⟩ for a tuple of Hermitian observables on n wires.
+
+    No-grad loop path, per group: the pivot p is the last wire of x in the group's wire layout.
+    The pairs ψ₀[k] conj(ψ₁[k⊕x']) are formed by one multiply per pattern of the x' bits on
+    strided views (no flip pass) when x' has at most :data:`_MAX_SLICE_BITS` wires, else by one
+    ``flip`` and one multiply; then one complex GEMM/GEMV against the group's table.
+    torch's elementwise kernels are slow on short contiguous runs, which is what X masks ending
+    near the last wire produce, so: from :data:`_BATCH_MINOR_MIN` states on, the batch is
+    transposed to the innermost axis once per call (every run is then >= B long); for fewer
+    states on many wires a group may use the wire order rotated by r in {n/4, n/2, 3n/4}
+    (wires r..n-1, 0..r-1) when that leaves a much longer run after its last X wire
+    (:func:`_choose_rotations`). The autograd path uses plain ``torch.flip`` on the natural order.
+    """
 
     def __init__(self, hams, n: int, dtype, device, cache_bytes: int):
         if dtype not in COMPLEX_DTYPES:
@@ -1105,57 +1123,82 @@ class _ExpvalPlan:
             # each weight twice (re, im rows), so Σ D |ψ|² is one GEMM on view_as_real(ψ)²
             self.w0 = d0.T.repeat_interleave(2, dim=0).to(self.real).contiguous()  # (2N, n_obs)
         self.groups = []
+        rotations = _choose_rotations(list(groups), n)
         for x, entries in groups.items():
             g = _Group()
             g.x, g.xb, g.entries = x, _index_mask(x, n), entries
-            p = x.bit_length() - 1                      # pivot: the last wire of x
+            g.rot = rotations[x]
+            support = 0
+            for _, z, _ in entries:
+                support |= z
+            g.cost = len(entries) * 2 ** _popcount(support)
+            g.tables = {}
+            g.layouts = {r: _layout(x, n, r) for r in {0, g.rot}}
+            # autograd path: natural order, pivot = last wire of x, torch.flip on the view
+            p = x.bit_length() - 1
             xp = x & ~(1 << p)
             shape, kinds = _segments(n, lambda w: "p" if w == p else ("x" if (xp >> w) & 1 else "o"))
             pd = kinds.index("p")
-            g.shape = tuple(shape)
-            g.pdim = pd + 1
+            g.shape, g.pdim = tuple(shape), pd + 1
             g.half_shape = tuple(shape[:pd] + shape[pd + 1:])
             g.flip_dims = [i + 1 for i, k in enumerate(kinds[:pd] + kinds[pd + 1:]) if k == "x"]
-            support = 0
-            for _, z, _ in entries:
-                support |= z & ~(1 << p)
-            g.cost = len(entries) * 2 ** _popcount(support)
-            g.table = None
             self.groups.append(g)
-        per_group = N * self.n_obs * torch.empty((), dtype=self.real).element_size()
-        budget = cache_bytes
-        for g in sorted(self.groups, key=lambda g: -g.cost):   # costliest to rebuild first
-            if per_group <= budget:
-                g.table = self._build(g)
-                budget -= per_group
-        self.cached_bytes = cache_bytes - budget
-        self.n_cached = sum(g.table is not None for g in self.groups)
+        # cache tables while within budget, the costliest to rebuild first (natural order always;
+        # the rotated one too for groups that use it)
+        self.table_bytes = N * self.n_obs * torch.empty((), dtype=self.real).element_size()
+        self.budget = cache_bytes
+        for g in sorted(self.groups, key=lambda g: -g.cost):
+            for r in sorted({0, g.rot}):
+                if self.table_bytes <= self.budget:
+                    g.tables[r] = self._build(g, r)
+                    self.budget -= self.table_bytes
+        self.cached_bytes = cache_bytes - self.budget
         self._stack = None
+        self._specs = OrderedDict()
 
-    def _build(self, g: _Group) -> torch.Tensor:
-        """Real (2K, n_obs) table over the pivot-0 half: rows (2 Re D, -2 Im D) interleaved."""
-        p = g.x.bit_length() - 1
-        d = _table(g.entries, self.n_obs, [w for w in range(self.n) if w != p], self.device)
-        w = torch.stack([2 * d.real, -2 * d.imag], dim=-1)                # (n_obs, K, 2)
+    @property
+    def n_cached(self) -> int:
+        """Number of groups with at least one cached table."""
+        return sum(bool(g.tables) for g in self.groups)
+
+    def _build(self, g, r: int) -> torch.Tensor:
+        """Real (2K, n_obs) table over the pivot-0 half in layout r: rows 2 Re D, -2 Im D
+        interleaved, so that Re Σ w D is one real GEMV on view_as_real(w) (real BLAS is several
+        times faster than complex GEMV here)."""
+        lay = g.layouts[r]
+        wires = [w for w in lay.order if w != lay.pivot]
+        d = _table(g.entries, self.n_obs, wires, self.device)          # (n_obs, K) complex128
+        w = torch.stack([2 * d.real, -2 * d.imag], dim=-1)             # (n_obs, K, 2)
         return w.reshape(self.n_obs, -1).T.to(self.real).contiguous()
 
+    def table(self, g, r: int) -> torch.Tensor:
+        t = g.tables.get(r)
+        return t if t is not None else self._build(g, r)
+
     def _stacked(self):
-        """Index (G*N,) of j⊕x_g and real table (G*2N, n_obs) over the full space."""
+        """Gather path, per pivot wire p (last X wire, natural order): the groups of that class,
+        the index (G_p*K,) of ψ[1_p, k⊕x'] for k over the p=0 half, and their tables (G_p*K, n_obs)."""
         if self._stack is None:
-            N = 2 ** self.n
-            idx = torch.arange(N, device=self.device)
-            xs = torch.tensor([g.xb for g in self.groups], dtype=torch.int64, device=self.device)
-            index = (idx[None, :] ^ xs[:, None]).reshape(-1)
-            tabs = []
+            n, K = self.n, 2 ** (self.n - 1)
+            classes = {}
             for g in self.groups:
-                d = _table(g.entries, self.n_obs, range(self.n), self.device)   # (n_obs, N)
-                tabs.append(torch.stack([d.real, -d.imag], dim=-1).reshape(self.n_obs, -1).T)
-            self._stack = (index, torch.cat(tabs, 0).to(self.real).contiguous())
+                classes.setdefault(g.x.bit_length() - 1, []).append(g)
+            stack = []
+            for p, gs in sorted(classes.items()):
+                # full index of the pivot-0 half point k (natural order without p), then ⊕ x
+                k = torch.arange(K, device=self.device)
+                hi, lo = k >> (n - 1 - p), k & ((1 << (n - 1 - p)) - 1)
+                j0 = (hi << (n - p)) | lo
+                xs = torch.tensor([g.xb for g in gs], dtype=torch.int64, device=self.device)
+                index = (j0[None, :] ^ xs[:, None]).reshape(-1)
+                table = torch.cat([self.table(g, 0) for g in gs], 0)           # (G_p*2K, n_obs)
+                stack.append((p, len(gs), index, table))
+            self._stack = stack
         return self._stack
 
     def use_gather(self, batch: int) -> bool:
         G, N = len(self.groups), 2 ** self.n
-        return G > 1 and G * N <= _GATHER_MAX_TABLE and batch * G * N <= _GATHER_MAX_WORK
+        return G > 1 and G * N // 2 <= _GATHER_MAX_TABLE and batch * G * N // 2 <= _GATHER_MAX_WORK
 
     def __call__(self, psi: torch.Tensor, method: str = "auto") -> torch.Tensor:
         if method not in ("auto", "loop", "gather"):
@@ -1163,51 +1206,252 @@ class _ExpvalPlan:
         B, N = psi.shape
         grad = _grad_mode(psi)
         r = torch.view_as_real(psi).reshape(B, 2 * N)
-        if self.w0 is not None:
-            E = torch.mm(r * r, self.w0)
-        else:
+        if self.w0 is None:
             E = torch.zeros(B, self.n_obs, dtype=self.real, device=psi.device)
+        elif self.n_obs == 1 and not grad:
+            E = torch.mv(r * r, self.w0[:, 0]).unsqueeze(1)
+        else:
+            E = torch.mm(r * r, self.w0)
         if not self.groups:
             return E
         if method == "gather" or (method == "auto" and self.use_gather(B)):
-            index, table = self._stacked()
-            # Σ_j ψ[j] conj(ψ[j⊕x]) D[j] over all j: real for Hermitian H, so Re = the real dot
-            P = psi.index_select(1, index).view(B, len(self.groups), N)
-            if grad:
-                W = P.conj_physical() * psi[:, None, :]
-            else:
-                W = torch.conj_physical(P, out=P).mul_(psi[:, None, :])
-            return E + torch.view_as_real(W).reshape(B, -1) @ table
-        psic = torch.conj_physical(psi)
-        K = N // 2
-        if grad:
-            for g in self.groups:
-                table = g.table if g.table is not None else self._build(g)
-                shp = (B,) + g.shape
-                f = psic.view(shp).select(g.pdim, 1)
-                if g.flip_dims:
-                    f = torch.flip(f, g.flip_dims)
-                w = f * psi.view(shp).select(g.pdim, 0)
-                E = E + torch.view_as_real(w).reshape(B, 2 * K) @ table
+            # per pivot class: gather conj(ψ₁[k⊕x']) for all its groups, times the shared ψ₀ view
+            psic = torch.conj_physical(psi)
+            for p, G, index, table in self._stacked():
+                # torch.gather: ~5x faster than index_select here
+                P = torch.gather(psic, 1, index.expand(B, -1)).view(B, G, N // 2)
+                # ψ₀ of this pivot made contiguous once: the broadcast multiply then runs on long rows
+                a = psi.view(B, 2 ** p, 2, 2 ** (self.n - 1 - p))[:, :, 0].reshape(B, 1, N // 2)
+                W = torch.view_as_real(P * a if grad else P.mul_(a)).reshape(B, -1)
+                E = E + W @ table if grad else _accumulate(E, W, table)
             return E
-        buf = torch.empty(B, K, dtype=psi.dtype, device=psi.device)
-        bufr = torch.view_as_real(buf).view(B, 2 * K)
+        if grad:
+            return self._loop_grad(psi, E)
+        return self._loop(psi, E)
+
+    def _loop_grad(self, psi, E):
+        B, N = psi.shape
+        psic = torch.conj_physical(psi)
+        acc = None
         for g in self.groups:
-            table = g.table if g.table is not None else self._build(g)
             shp = (B,) + g.shape
-            dst = buf.view((B,) + g.half_shape)
-            src = psic.view(shp).select(g.pdim, 1)
+            f = psic.view(shp).select(g.pdim, 1)
             if g.flip_dims:
-                _flip_out(src, g.flip_dims, out=dst)
+                f = torch.flip(f, g.flip_dims)
+            w = torch.view_as_real(f * psi.view(shp).select(g.pdim, 0)).reshape(B, N)
+            E = E + w @ self.table(g, 0)
+        return E
+
+    def _spec(self, B: int):
+        """Per-call argument tuples for batch size B (cached for a few B per plan)."""
+        spec = self._specs.get(B)
+        if spec is None:
+            minor = B >= _BATCH_MINOR_MIN
+            spec = (minor, [_group_spec(g.layouts[0 if minor else g.rot], self.n, B, minor)
+                            for g in self.groups])
+            self._specs[B] = spec
+            while len(self._specs) > 8:
+                self._specs.popitem(last=False)
+        return spec
+
+    def _loop(self, psi, E):
+        B, N = psi.shape
+        n, K = self.n, N // 2
+        minor, specs = self._spec(B)
+        layouts = {}
+        for g in self.groups:
+            r = 0 if minor else g.rot
+            if r not in layouts:
+                layouts[r] = _rotated(psi, n, r, minor)
+        n_obs = self.n_obs
+        buf = torch.empty(K * B, dtype=psi.dtype, device=psi.device)
+        if minor:
+            W = torch.view_as_real(buf).view(K, 2 * B)
+            acc = torch.zeros(2 * n_obs, 2 * B, dtype=self.real, device=psi.device)
+        else:
+            W = torch.view_as_real(buf).view(B, 2 * K)
+        for g, sp in zip(self.groups, specs):
+            r = 0 if minor else g.rot
+            a, ac = layouts[r]
+            if sp[0] == "slices":
+                _, size, st_full, st_half, offsets = sp
+                for a_off, b_off, o_off in offsets:
+                    torch.mul(a.as_strided(size, st_full, a_off), ac.as_strided(size, st_full, b_off),
+                              out=buf.as_strided(size, st_half, o_off))
             else:
-                dst.copy_(src)
-            dst.mul_(psi.view(shp).select(g.pdim, 0))
-            E.addmm_(bufr, table)
+                _, size, st_full, st_half, p_off, dims = sp
+                dst = buf.as_strided(size, st_half, 0)
+                _flip_out(ac.as_strided(size, st_full, p_off), dims, out=dst)
+                dst.mul_(a.as_strided(size, st_full, 0))
+            t = self.table(g, r)
+            if minor:
+                acc.addmm_(t.view(K, 2 * n_obs).T, W)     # [(c, o), (b, c')]
+            else:
+                E = _accumulate(E, W, t)
+        if minor:
+            acc = acc.view(2, n_obs, B, 2)
+            E = E + (acc[0, :, :, 0] + acc[1, :, :, 1]).T
         return E
 
 
+def _accumulate(E: torch.Tensor, W: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """E += W @ table in place (no autograd), as a GEMV when there is one observable."""
+    if table.shape[1] == 1:
+        E.view(-1).addmv_(W, table.view(-1))
+    else:
+        E.addmm_(W, table)
+    return E
+
+
+_BATCH_MINOR_MIN = 8
+"""From this batch size on, the loop path works on the transposed state (2**n, B)."""
+
+_MAX_SLICE_BITS = 3
+"""Groups whose x has at most this many wires besides the pivot multiply strided slices
+(2**bits multiplies) instead of flipping."""
+
+_ROTATE_MIN_WIRES = 14
+_ROTATION_COST = 6.0
+"""With few states on n >= 14 wires, groups may use the wire order rotated by n/4, n/2 or 3n/4
+(a transposed copy of the state and its conjugate, made once per call: about
+``_ROTATION_COST`` clone-times). Rotations are taken greedily while the modelled saving
+(:func:`_pair_cost`, from the length of the contiguous run after a group's last X wire)
+exceeds that cost."""
+
+
+def _pair_cost(gap: int) -> float:
+    """Modelled clone-times of a group's pair products when ``gap`` wires follow its last X wire
+    (measured on a 2-core CPU: runs of 1-4 amplitudes are 3-9x slower than long ones)."""
+    return 1.2 + 8.0 / 2 ** gap
+
+
+def _choose_rotations(xs, n: int) -> dict:
+    """{x: rotation} for the batch-first loop path."""
+    choice = {x: 0 for x in xs}
+    if n < _ROTATE_MIN_WIRES:
+        return choice
+    cands = sorted({n // 4, n // 2, (3 * n) // 4} - {0})
+    cost = {x: _pair_cost(_tail_gap(x, n, 0)) for x in xs}
+    while cands:
+        best, best_gain, best_moves = None, 0.0, []
+        for r in cands:
+            moves = [x for x in xs if _pair_cost(_tail_gap(x, n, r)) < cost[x]]
+            gain = sum(cost[x] - _pair_cost(_tail_gap(x, n, r)) for x in moves) - _ROTATION_COST
+            if gain > best_gain:
+                best, best_gain, best_moves = r, gain, moves
+        if best is None:
+            break
+        for x in best_moves:
+            choice[x] = best
+            cost[x] = _pair_cost(_tail_gap(x, n, best))
+        cands.remove(best)
+    return choice
+
+
+class _Layout:
+    __slots__ = ("order", "pivot", "pivot_pos", "xprime_pos", "dims")
+
+
+def _tail_gap(x: int, n: int, r: int) -> int:
+    """Number of non-X wires after the last X wire in the order r..n-1, 0..r-1."""
+    order = list(range(r, n)) + list(range(r))
+    last = max(i for i, w in enumerate(order) if (x >> w) & 1)
+    return n - 1 - last
+
+
+def _layout(x: int, n: int, r: int) -> _Layout:
+    """Wire order r..n-1, 0..r-1; pivot = last X wire in it; axes: x' wires and free runs."""
+    lay = _Layout()
+    lay.order = list(range(r, n)) + list(range(r))
+    pos = {w: i for i, w in enumerate(lay.order)}
+    xpos = sorted(pos[w] for w in _wires_of_mask(x))
+    pp = xpos[-1]
+    lay.pivot, lay.pivot_pos = lay.order[pp], pp
+    lay.xprime_pos = xpos[:-1]
+    dims = []          # ["x", i, i] or ["f", first, last] over positions, pivot excluded
+    for i in range(n):
+        if i == pp:
+            continue
+        if i in lay.xprime_pos:
+            dims.append(["x", i, i])
+        elif dims and dims[-1][0] == "f" and dims[-1][2] == i - 1:
+            dims[-1][2] = i
+        else:
+            dims.append(["f", i, i])
+    lay.dims = dims
+    return lay
+
+
+def _group_spec(lay: _Layout, n: int, B: int, minor: bool):
+    """as_strided arguments of a group for batch size B (batch first, or last when ``minor``)."""
+    N, K = 2 ** n, 2 ** (n - 1)
+    scale = B if minor else 1
+    pp = lay.pivot_pos
+
+    def full_st(i):          # stride of layout position i in the full state
+        return scale * 2 ** (n - 1 - i)
+
+    def half_st(i):          # ... in the pivot-0 half
+        return scale * 2 ** (n - 2 - (i - 1 if i > pp else i))
+
+    def finish(sizes, sf, sh):
+        if minor:
+            return tuple(sizes) + (B,), tuple(sf) + (1,), tuple(sh) + (1,)
+        return (B,) + tuple(sizes), (N,) + tuple(sf), (K,) + tuple(sh)
+
+    p_off = full_st(pp)
+    nx = len(lay.xprime_pos)
+    if nx <= _MAX_SLICE_BITS:
+        sizes, sf, sh = [], [], []
+        for kind, first, last in lay.dims:
+            if kind == "f":
+                sizes.append(2 ** (last - first + 1))
+                sf.append(full_st(last))
+                sh.append(half_st(last))
+        size, st_full, st_half = finish(sizes, sf, sh)
+        offsets = []
+        for s in range(2 ** nx):
+            bits = [(s >> (nx - 1 - j)) & 1 for j in range(nx)]
+            a_off = sum(b * full_st(i) for b, i in zip(bits, lay.xprime_pos))
+            b_off = sum((1 - b) * full_st(i) for b, i in zip(bits, lay.xprime_pos)) + p_off
+            o_off = sum(b * half_st(i) for b, i in zip(bits, lay.xprime_pos))
+            offsets.append((a_off, b_off, o_off))
+        return ("slices", size, st_full, st_half, offsets)
+    sizes, sf, sh, dims = [], [], [], []
+    for kind, first, last in lay.dims:
+        if kind == "x":
+            dims.append(len(sizes) + (0 if minor else 1))
+        sizes.append(2 ** (last - first + 1))
+        sf.append(full_st(last))
+        sh.append(half_st(last))
+    size, st_full, st_half = finish(sizes, sf, sh)
+    return ("flip", size, st_full, st_half, p_off, dims)
+
+
+def _rotated(psi: torch.Tensor, n: int, r: int, minor: bool):
+    """Flat (state, conj state) in the layout r..n-1, 0..r-1; batch innermost when ``minor``."""
+    B, N = psi.shape
+    if minor:
+        src = psi.view(B, 2 ** r, 2 ** (n - r)).permute(2, 1, 0) if r else psi.T
+    elif r:
+        src = psi.view(B, 2 ** r, 2 ** (n - r)).transpose(1, 2)
+    else:
+        src = psi
+    a = src.contiguous().view(-1)
+    ac = torch.empty_like(a)
+    torch.conj_physical(a, out=ac)
+    return a, ac
+
+
 class _ApplyPlan:
-    """Compiled H·ψ (any coefficients) on n wires."""
+    """Compiled H·ψ (any coefficients) on n wires: ``out[i] = Σ_x F_x[i] ψ[i⊕x]`` with
+    ``F_x[i] = D_x[i⊕x]``.
+
+    No-grad loop path: per group, one ``addcmul_`` per pattern of the X bits on strided views
+    (``out[s] += F[s] ψ[s̄]``) when x has at most :data:`_MAX_APPLY_SLICE_BITS` wires, else one
+    ``flip`` of the state and one ``addcmul_``; from :data:`_BATCH_MINOR_MIN` states on it works
+    on the transposed state (2**n, B) so that no contiguous run is shorter than B.
+    """
 
     def __init__(self, h: Hamiltonian, n: int, dtype, device, cache_bytes: int):
         if dtype not in COMPLEX_DTYPES:
@@ -1222,23 +1466,12 @@ class _ApplyPlan:
         self.groups = []
         itemsize = torch.empty((), dtype=dtype).element_size()
         budget = cache_bytes
-        last = n - 1
         for x, entries in groups.items():
             g = _Group()
             g.x, g.xb, g.entries = x, _index_mask(x, n), entries
-            if (x >> last) & 1:
-                # half mode: pivot on the last wire, so no flip touches the innermost axis
-                xp = x & ~(1 << last)
-                shape, kinds = _segments(n, lambda w: "p" if w == last else ("x" if (xp >> w) & 1 else "o"))
-                g.pdim = len(shape)
-                g.half_shape = tuple(shape[:-1])
-                g.flip_dims = [i + 1 for i, k in enumerate(kinds[:-1]) if k == "x"]
-            else:
-                shape, kinds = _segments(n, lambda w: "x" if (x >> w) & 1 else "o")
-                g.pdim = None
-                g.half_shape = None
-                g.flip_dims = [i + 1 for i, k in enumerate(kinds) if k == "x"]
+            shape, kinds = _segments(n, lambda w: "x" if (x >> w) & 1 else "o")
             g.shape = tuple(shape)
+            g.flip_dims = [i + 1 for i, k in enumerate(kinds) if k == "x"]
             g.table = None
             if N * itemsize <= budget:
                 g.table = self._build(g)
@@ -1246,23 +1479,19 @@ class _ApplyPlan:
             self.groups.append(g)
         self.cached_bytes = cache_bytes - budget
         self._stack = None
+        self._specs = OrderedDict()
 
-    def _build(self, g: _Group):
-        """Full mode: F[i] = D[i⊕x] over all wires. Half mode: (A, C) over all wires but the last:
-        A for the pivot-0 half (fed by ψ₁), C for the pivot-1 half (fed by ψ₀)."""
-        n = self.n
-        if g.pdim is None:
-            return _table(g.entries, 1, range(n), self.device, sign_mask=g.x)[0].to(self.dtype)
-        xp = g.x & ~(1 << (n - 1))
-        a = _table(g.entries, 1, range(n - 1), self.device, sign_mask=g.x)[0].to(self.dtype)
-        c = _table(g.entries, 1, range(n - 1), self.device, sign_mask=xp)[0].to(self.dtype)
-        return a, c
+    @property
+    def n_cached(self) -> int:
+        """Number of groups with a cached table."""
+        return sum(g.table is not None for g in self.groups)
 
-    def _full_table(self, g: _Group) -> torch.Tensor:
-        t = g.table if g.table is not None else self._build(g)
-        if g.pdim is None:
-            return t
-        return torch.stack(list(t), dim=-1).reshape(-1)
+    def _build(self, g: _Group) -> torch.Tensor:
+        """F[i] = D[i⊕x] over all wires (natural order), complex (N,)."""
+        return _table(g.entries, 1, range(self.n), self.device, sign_mask=g.x)[0].to(self.dtype).contiguous()
+
+    def table(self, g):
+        return g.table if g.table is not None else self._build(g)
 
     def _stacked(self):
         if self._stack is None:
@@ -1270,10 +1499,19 @@ class _ApplyPlan:
             idx = torch.arange(N, device=self.device)
             xs = torch.tensor([g.xb for g in self.groups], dtype=torch.int64, device=self.device)
             index = (idx[None, :] ^ xs[:, None]).reshape(-1)
-            table = torch.stack([_table(g.entries, 1, range(self.n), self.device, sign_mask=g.x)[0]
-                                 for g in self.groups]).to(self.dtype)          # (G, N)
+            table = torch.stack([self.table(g) for g in self.groups])          # (G, N)
             self._stack = (index, table)
         return self._stack
+
+    def _spec(self, B: int):
+        spec = self._specs.get(B)
+        if spec is None:
+            minor = B >= _BATCH_MINOR_MIN
+            spec = (minor, [_apply_spec(g.x, self.n, B, minor) for g in self.groups])
+            self._specs[B] = spec
+            while len(self._specs) > 8:
+                self._specs.popitem(last=False)
+        return spec
 
     def __call__(self, psi: torch.Tensor, method: str = "auto") -> torch.Tensor:
         if method not in ("auto", "loop", "gather"):
@@ -1281,34 +1519,93 @@ class _ApplyPlan:
         B, N = psi.shape
         grad = _grad_mode(psi)
         G = len(self.groups)
-        out = psi * self.d0 if self.d0 is not None else torch.zeros_like(psi)
         if not G:
-            return out
+            return psi * self.d0 if self.d0 is not None else torch.zeros_like(psi)
         if method == "gather" or (method == "auto" and G > 1 and G * N <= _GATHER_MAX_TABLE
                                   and B * G * N <= _GATHER_MAX_WORK):
+            out = psi * self.d0 if self.d0 is not None else torch.zeros_like(psi)
             index, table = self._stacked()
-            P = psi.index_select(1, index).view(B, G, N)
+            P = torch.gather(psi, 1, index.expand(B, -1)).view(B, G, N)
             P = P * table if grad else P.mul_(table)
             return out + P.sum(1)
         if grad:
+            out = psi * self.d0 if self.d0 is not None else torch.zeros_like(psi)
             for g in self.groups:
-                dims = g.flip_dims if g.pdim is None else g.flip_dims + [g.pdim]
-                f = torch.flip(psi.view((B,) + g.shape), dims)
-                out = out + (f * self._full_table(g).view(g.shape)).reshape(B, N)
+                f = torch.flip(psi.view((B,) + g.shape), g.flip_dims)
+                out = out + (f * self.table(g).view(g.shape)).reshape(B, N)
             return out
-        for g in self.groups:
-            t = g.table if g.table is not None else self._build(g)
-            shp = (B,) + g.shape
-            v, o = psi.view(shp), out.view(shp)
-            if g.pdim is None:
-                o.addcmul_(torch.flip(v, g.flip_dims), t.view(g.shape))
-                continue
-            a, c = t
-            for dst, src, tab in ((o.select(g.pdim, 0), v.select(g.pdim, 1), a),
-                                  (o.select(g.pdim, 1), v.select(g.pdim, 0), c)):
-                f = torch.flip(src, g.flip_dims) if g.flip_dims else src
-                dst.addcmul_(f, tab.view(g.half_shape))
-        return out
+        minor, specs = self._spec(B)
+        v = psi.T.contiguous().view(-1) if minor else psi.reshape(-1)
+        if self.d0 is not None:
+            out = (v.view(N, B) * self.d0[:, None]).view(-1) if minor else (psi * self.d0).view(-1)
+        else:
+            out = torch.zeros_like(v)
+        for g, sp in zip(self.groups, specs):
+            t = self.table(g)
+            if sp[0] == "slices":
+                _, size, st, st_t, offsets = sp
+                for o_off, p_off, t_off in offsets:
+                    out.as_strided(size, st, o_off).addcmul_(v.as_strided(size, st, p_off),
+                                                             t.as_strided(size, st_t, t_off))
+            else:
+                _, size, st, st_t, dims = sp
+                out.as_strided(size, st, 0).addcmul_(torch.flip(v.as_strided(size, st, 0), dims),
+                                                     t.as_strided(size, st_t, 0))
+        return out.view(N, B).T.contiguous() if minor else out.view(B, N)
+
+
+_MAX_APPLY_SLICE_BITS = 4
+"""Groups whose x has at most this many wires use 2**bits strided ``addcmul_`` (no flip)."""
+
+
+def _apply_spec(x: int, n: int, B: int, minor: bool):
+    """as_strided arguments (state/out, and the (N,) table broadcast over the batch)."""
+    N = 2 ** n
+    scale = B if minor else 1
+    xpos = list(_wires_of_mask(x))
+    runs = []                         # ["x", i, i] / ["f", first, last] over wires
+    for w in range(n):
+        if w in xpos:
+            runs.append(["x", w, w])
+        elif runs and runs[-1][0] == "f" and runs[-1][2] == w - 1:
+            runs[-1][2] = w
+        else:
+            runs.append(["f", w, w])
+
+    def st(i, s=scale):
+        return s * 2 ** (n - 1 - i)
+
+    def finish(sizes, s, t):
+        if minor:
+            return tuple(sizes) + (B,), tuple(s) + (1,), tuple(t) + (0,)
+        return (B,) + tuple(sizes), (N,) + tuple(s), (0,) + tuple(t)
+
+    if len(xpos) <= _MAX_APPLY_SLICE_BITS:
+        sizes, s_, t_ = [], [], []
+        for kind, first, last in runs:
+            if kind == "f":
+                sizes.append(2 ** (last - first + 1))
+                s_.append(st(last))
+                t_.append(st(last, 1))
+        size, stv, stt = finish(sizes, s_, t_)
+        k = len(xpos)
+        offsets = []
+        for pat in range(2 ** k):
+            bits = [(pat >> (k - 1 - j)) & 1 for j in range(k)]
+            o_off = sum(b * st(w) for b, w in zip(bits, xpos))
+            p_off = sum((1 - b) * st(w) for b, w in zip(bits, xpos))
+            t_off = sum(b * st(w, 1) for b, w in zip(bits, xpos))
+            offsets.append((o_off, p_off, t_off))
+        return ("slices", size, stv, stt, offsets)
+    sizes, s_, t_, dims = [], [], [], []
+    for kind, first, last in runs:
+        if kind == "x":
+            dims.append(len(sizes) + (0 if minor else 1))
+        sizes.append(2 ** (last - first + 1))
+        s_.append(st(last))
+        t_.append(st(last, 1))
+    size, stv, stt = finish(sizes, s_, t_)
+    return ("flip", size, stv, stt, dims)
 
 
 # ------------------------------------------------------------------------------------------------

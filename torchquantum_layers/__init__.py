@@ -1,14 +1,15 @@
 """torchquantum-layers: quantum circuits as batched, differentiable PyTorch modules."""
-from . import chem, checks, exact, functional, gates, grad, kernels, measure, observables, qml, templates
+from . import chem, checks, exact, functional, gates, grad, kernels, measure, mixed, observables, qinfo, qml, research, templates
 from .circuit import Circuit, Input, Param
 from .gates import Gate, controlled, get_gate
 from .grad import expval
 from .kernels.state import basis_state, from_qiskit_order, random_state, reverse_wire_order, to_qiskit_order, zero_state
 from .layers import QuantumLayer
+from .mixed import DensityMatrix, MixedCircuit, NoiseModel
 from .observables import Hamiltonian, PauliString, apply_hamiltonian, expectation
 
 __version__ = "0.1.0"
 
 __all__ = ["Circuit", "Param", "Input", "Gate", "controlled", "get_gate", "zero_state", "basis_state",
            "random_state", "reverse_wire_order", "to_qiskit_order", "from_qiskit_order", "expval", "expectation", "apply_hamiltonian", "PauliString", "Hamiltonian", "QuantumLayer",
-           "functional", "gates", "grad", "kernels", "measure", "templates", "exact", "checks", "observables", "chem", "qml"]
+           "functional", "gates", "grad", "kernels", "measure", "templates", "exact", "checks", "observables", "chem", "qml", "mixed", "qinfo", "research", "DensityMatrix", "MixedCircuit", "NoiseModel"]

@@ -361,6 +361,9 @@ class Circuit(nn.Module):
         return tuple(vals)
 
     def forward(self, x=None, state=None):
+        if _is_density_input(state):
+            from .mixed import run
+            return run(self, x=x, state=state)
         x, state, _ = self.prepare(x, state)
         from .engine import run_circuit
         return run_circuit(self, state, x)
@@ -374,6 +377,16 @@ class Circuit(nn.Module):
                              f"limit is 12")
         eye = torch.eye(2 ** self.n_wires, dtype=self.dtype, device=self.device)
         return self(state=eye).transpose(0, 1)
+
+
+def _is_density_input(state) -> bool:
+    """A (B, 2^n, 2^n) tensor or a DensityMatrix: run on the density-matrix simulator."""
+    if isinstance(state, torch.Tensor):
+        return state.dim() == 3
+    if state is None:
+        return False
+    from .mixed import DensityMatrix
+    return isinstance(state, DensityMatrix)
 
 
 def _builder(gate: G.Gate):

@@ -24,7 +24,7 @@ def apply_gate(state, gate, *params, wires, matrix=None, adjoint=False):
     real = REAL_OF[state.dtype]
     angles = []
     for p in params:
-        t = torch.as_tensor(p, device=state.device)
+        t = p if isinstance(p, torch.Tensor) else torch.as_tensor(p, dtype=real, device=state.device)
         if t.is_complex():
             raise TypeError(f"{gate.name}: angles must be real, got {t.dtype}")
         if t.dim() > 1 or (t.dim() == 1 and t.shape[0] not in (1, state.shape[0])):

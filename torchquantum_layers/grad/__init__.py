@@ -50,9 +50,14 @@ def circuit_expval(circuit, observables, x=None, state=None, diff_method="backpr
 
     ``weights`` replaces ``circuit.weights`` for this call (functional use, e.g. gradcheck).
     """
+    from ..circuit import _is_density_input
     from ..engine import run_circuit
     from ..observables import expectation
     check_diff_method(diff_method)
+    if _is_density_input(state):
+        from ..mixed import expval as mixed_expval
+        return mixed_expval(circuit, observables, x=x, state=state, diff_method=diff_method,
+                            shots=shots, generator=generator, weights=weights)
     obs, single = _observable_list(observables)
     for o in obs:
         if getattr(o, "n_wires", None) and o.n_wires > circuit.n_wires:
@@ -136,8 +141,11 @@ def expval(target, observables, x=None, state=None, diff_method="backprop", shot
         if x is not None or state is not None or weights is not None:
             raise ValueError("expval(state, obs): x=, state= and weights= apply only when the first "
                              "argument is a Circuit")
-        from ..observables import expectation
         obs, single = _observable_list(observables)
+        if target.dim() == 3:
+            from ..mixed import expectation
+        else:
+            from ..observables import expectation
         values = expectation(target, obs, shots=shots, generator=generator)
         return values[..., 0] if single else values
     raise TypeError(f"expval: first argument must be a Circuit or a (B, 2**n) state tensor, got "

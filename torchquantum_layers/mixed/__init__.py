@@ -1,0 +1,25 @@
+"""Density matrices, channels and noise.
+
+* :class:`DensityMatrix` and plain ``(B, 2**n, 2**n)`` tensors; every gate of the table acts as
+  ``U ρ U†`` through the state-vector kernels (ρ as a vector on 2n wires).
+* :func:`run` / :func:`expval`: any :class:`~torchquantum_layers.Circuit` on density matrices,
+  with a :class:`NoiseModel`; :class:`MixedCircuit` adds channels, measurements and resets.
+* Channels from Kraus operators or Choi matrices (:mod:`.channels`).
+"""
+from .channels import (TP_ATOL, Channel, amplitude_damping, bit_flip, bit_phase_flip, choi_channel, depolarizing,
+                       generalized_amplitude_damping, kraus_channel, pauli_channel, phase_damping, phase_flip,
+                       reset_channel, thermal_relaxation, unitary_channel)
+from .circuit import MixedCircuit
+from .noise import NoiseModel
+from .simulate import (apply_gate, apply_hamiltonian_density, apply_operator, expectation, expval, measure,
+                       measure_channel, probabilities, reset, run, sample)
+from .state import (DensityMatrix, as_density, basis_density, density_from_state, is_density, maximally_mixed,
+                    n_wires_of_density, zero_density)
+
+__all__ = ["DensityMatrix", "MixedCircuit", "NoiseModel", "Channel", "run", "expval", "expectation",
+           "apply_gate", "apply_operator", "apply_hamiltonian_density", "probabilities", "sample", "measure",
+           "measure_channel", "reset", "as_density", "basis_density", "density_from_state", "is_density",
+           "maximally_mixed", "n_wires_of_density", "zero_density", "kraus_channel", "choi_channel",
+           "unitary_channel", "bit_flip", "phase_flip", "bit_phase_flip", "depolarizing", "amplitude_damping",
+           "generalized_amplitude_damping", "phase_damping", "pauli_channel", "reset_channel",
+           "thermal_relaxation", "TP_ATOL"]

@@ -1,0 +1,137 @@
+"""``MixedCircuit``: a Circuit that also holds channels, measurements and resets."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..circuit import Circuit
+from ..kernels.apply import check_wires
+from .channels import Channel
+
+__all__ = ["MixedCircuit", "ChannelInstruction", "MeasureInstruction", "ResetInstruction"]
+
+
+class ChannelInstruction:
+    collapses = False
+
+    def __init__(self, channel: Channel, wires):
+        self.channel, self.wires = channel, tuple(wires)
+
+    def apply(self, rho, generator=None):
+        return self.channel(rho, self.wires)
+
+    def __repr__(self):
+        return f"{self.channel.name}{list(self.wires)}"
+
+
+class MeasureInstruction:
+    """Mid-circuit measurement: the non-selective channel, or a collapse (``collapse=True``)."""
+
+    def __init__(self, wires, collapse: bool = False, owner=None):
+        self.wires, self.collapses = tuple(wires), bool(collapse)
+        self.owner = owner
+
+    def apply(self, rho, generator=None):
+        from .simulate import measure, measure_channel
+        if not self.collapses:
+            return measure_channel(rho, self.wires)
+        out, rho = measure(rho, self.wires, generator)
+        if self.owner is not None:
+            self.owner.last_outcomes.append((self.wires, out))
+        return rho
+
+    def __repr__(self):
+        return f"measure{list(self.wires)}" + ("(collapse)" if self.collapses else "")
+
+
+class ResetInstruction:
+    """Reset to |0⟩: the non-selective channel, or measure-and-flip (``collapse=True``)."""
+
+    def __init__(self, wires, collapse: bool = False, owner=None):
+        self.wires, self.collapses = tuple(wires), bool(collapse)
+        self.owner = owner
+
+    def apply(self, rho, generator=None):
+        from .simulate import reset
+        if not self.collapses:
+            return reset(rho, self.wires)
+        out, rho = reset(rho, self.wires, generator=generator, collapse=True, return_outcomes=True)
+        if self.owner is not None:
+            self.owner.last_outcomes.append((self.wires, out))
+        return rho
+
+    def __repr__(self):
+        return f"reset{list(self.wires)}" + ("(collapse)" if self.collapses else "")
+
+
+class MixedCircuit(Circuit):
+    """A :class:`Circuit` for density matrices: gates (every builder method of Circuit) plus
+    ``channel(ch, wires)``, ``measure(wires, collapse=False)`` and ``reset(wires, collapse=False)``
+    at their place in the sequence, and an optional ``noise_model`` applied after gates.
+
+    ``c(x=None, state=None, generator=None)`` returns density matrices ``(B, N, N)`` (the input
+    state defaults to |0…0⟩⟨0…0|; state vectors are accepted). Collapsing measurements draw from
+    ``generator`` and record ``(wires, outcomes)`` in ``c.last_outcomes``.
+    """
+
+    def __init__(self, n_wires: int, *, noise_model=None, **kwargs):
+        super().__init__(n_wires, **kwargs)
+        self.instructions: list = []
+        self.noise_model = noise_model
+        self.last_outcomes: list = []
+
+    # -- building -----------------------------------------------------------------------------
+    def _wires(self, wires, what):
+        wires = (wires,) if isinstance(wires, int) else tuple(wires)
+        return check_wires(wires, self.n_wires, what)
+
+    def channel(self, channel: Channel, wires) -> "MixedCircuit":
+        if not isinstance(channel, Channel):
+            raise TypeError(f"channel: expected a Channel, got {type(channel).__name__}")
+        wires = self._wires(wires, channel.name)
+        if len(wires) != channel.n_wires:
+            raise ValueError(f"{channel.name} acts on {channel.n_wires} wire(s), got wires {wires}")
+        self.instructions.append((len(self.ops), ChannelInstruction(channel, wires)))
+        return self
+
+    def measure(self, wires, collapse: bool = False) -> "MixedCircuit":
+        self.instructions.append((len(self.ops), MeasureInstruction(self._wires(wires, "measure"), collapse, self)))
+        return self
+
+    def reset(self, wires, collapse: bool = False) -> "MixedCircuit":
+        self.instructions.append((len(self.ops), ResetInstruction(self._wires(wires, "reset"), collapse, self)))
+        return self
+
+    def append(self, other) -> "MixedCircuit":
+        offset = len(self.ops)
+        super().append(other)
+        for pos, inst in getattr(other, "instructions", ()):
+            if isinstance(inst, (MeasureInstruction, ResetInstruction)):
+                inst = type(inst)(inst.wires, inst.collapses, self)
+            self.instructions.append((pos + offset, inst))
+        return self
+
+    def inverse(self):
+        if self.instructions:
+            raise ValueError("MixedCircuit.inverse: channels, measurements and resets have no inverse")
+        return super().inverse()
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", instructions={len(self.instructions)}"
+
+    # -- running ------------------------------------------------------------------------------
+    def forward(self, x=None, state=None, generator: Optional[torch.Generator] = None):
+        from .simulate import run
+        self.last_outcomes = []
+        return run(self, x=x, state=state, generator=generator)
+
+    def expval(self, observables, x=None, state=None, diff_method="backprop", shots=None, generator=None):
+        from .simulate import expval
+        return expval(self, observables, x=x, state=state, diff_method=diff_method, shots=shots,
+                      generator=generator)
+
+    def unitary(self):
+        if self.instructions or self.noise_model is not None:
+            raise ValueError("MixedCircuit.unitary: the circuit has channels or noise; it has no unitary")
+        return super().unitary()

@@ -1,0 +1,82 @@
+"""``NoiseModel``: channels inserted after chosen gates when a circuit runs on density matrices."""
+from __future__ import annotations
+
+from .. import gates as G
+from .channels import Channel
+
+__all__ = ["NoiseModel"]
+
+
+class NoiseModel:
+    """Rules "after gate G (on wires W), apply channel E".
+
+    ``model.add(channel, gates=None, wires=None)``:
+
+    * ``gates``: a gate name / alias / Gate or a list of them (``None``: every gate);
+    * ``wires``: a wire or list of wires (``None``: any); the rule fires for an op touching at
+      least one listed wire;
+    * a one-wire channel is applied to each wire of the op (only the listed ones when ``wires``
+      is given); a k-wire channel (k > 1) needs a k-wire op and acts on its wires in the op's
+      order.
+
+    Rules fire in the order they were added. Pass the model to ``mixed.run`` / ``mixed.expval``
+    / ``DensityMatrix.evolve`` or set it on a ``MixedCircuit``.
+    """
+
+    def __init__(self):
+        self.rules: list = []
+        self.version = 0
+
+    def add(self, channel: Channel, gates=None, wires=None) -> "NoiseModel":
+        if not isinstance(channel, Channel):
+            raise TypeError(f"NoiseModel.add: expected a Channel, got {type(channel).__name__}")
+        names = None
+        if gates is not None:
+            if isinstance(gates, (str, G.Gate)):
+                gates = [gates]
+            names = frozenset(G.get_gate(g).name for g in gates)
+            if not names:
+                raise ValueError("NoiseModel.add: gates is empty (use None for every gate)")
+        ws = None
+        if wires is not None:
+            if isinstance(wires, int) and not isinstance(wires, bool):
+                wires = [wires]
+            ws = []
+            for w in wires:
+                if isinstance(w, bool) or not hasattr(w, "__index__") or int(w) < 0:
+                    raise ValueError(f"NoiseModel.add: wire {w!r} is not a non-negative int")
+                ws.append(int(w))
+            ws = frozenset(ws)
+            if not ws:
+                raise ValueError("NoiseModel.add: wires is empty (use None for any wire)")
+        self.rules.append((channel, names, ws))
+        self.version += 1
+        return self
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def __repr__(self) -> str:
+        parts = []
+        for ch, names, ws in self.rules:
+            g = "any gate" if names is None else "/".join(sorted(names))
+            w = "" if ws is None else f" on wires {sorted(ws)}"
+            parts.append(f"{ch.name} after {g}{w}")
+        return "NoiseModel(" + "; ".join(parts) + ")"
+
+    def channels_for(self, op) -> list:
+        """``[(channel, wires), ...]`` to apply right after ``op`` (an Op of a circuit)."""
+        out = []
+        for ch, names, ws in self.rules:
+            if names is not None and op.gate.name not in names:
+                continue
+            if ws is not None and not (set(op.wires) & ws):
+                continue
+            if ch.n_wires == 1:
+                out.extend((ch, (w,)) for w in op.wires if ws is None or w in ws)
+            elif ch.n_wires == len(op.wires):
+                out.append((ch, tuple(op.wires)))
+            else:
+                raise ValueError(f"NoiseModel: the {ch.n_wires}-wire channel {ch.name} cannot follow "
+                                 f"{op.gate.name} on {len(op.wires)} wire(s) {op.wires}")
+        return out

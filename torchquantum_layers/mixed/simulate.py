@@ -1,0 +1,668 @@
+"""Density-matrix simulation: gates as ``U ρ U†`` through the state-vector kernels.
+
+ρ ``(B, N, N)`` is viewed as the vector ``ρ.reshape(B, N*N)`` on ``2n`` wires (rows on wires
+``0..n-1``, columns on ``n..2n-1``). A gate of the table is applied by the same kernel call as on
+a state vector, once on its row wires with ``U`` and once on the shifted column wires with
+``conj(U)`` (a permutation is its own conjugate, a diagonal is conjugated, a controlled gate
+conjugates its target block). Running a circuit walks the engine's fused plan the same way, so
+fusion, grid tables and permutation gathers all serve density matrices too; channels, noise
+and mid-circuit measurements split the plan into segments.
+"""
+from __future__ import annotations
+
+import numbers
+import weakref
+from collections import OrderedDict, defaultdict
+from typing import Optional
+
+import numpy as np
+import torch
+
+from .. import gates as G
+from ..engine import (DEFAULT_MAX_FUSED_WIRES, _fuse, _Gather, _tabulate, build_plan, gather_amplitudes,
+                      perm_index, single_wire_tables, step_matrix)
+from ..kernels.apply import (apply_controlled_unchecked, apply_diagonal_unchecked, apply_matrix_unchecked,
+                             apply_permutation_unchecked, check_wires)
+from ..kernels.state import REAL_OF
+from .state import as_density, zero_density
+
+__all__ = ["apply_gate", "apply_operator", "run", "expectation", "apply_hamiltonian_density",
+           "probabilities", "sample", "measure", "measure_channel", "reset", "expval", "DIFF_METHODS"]
+
+DIFF_METHODS = ("backprop", "parameter-shift")
+
+
+# ------------------------------------------------------------------------------------------------
+# one gate
+def _apply_conj(gate, v, params, wires, n2, data, adjoint):
+    """conj(U) (or conj(U†)) of ``gate`` on ``wires`` of a (B, 2**n2) vector: Gate.apply's dispatch
+    with conjugated operands (the gate's own matrix / diagonal / permutation functions)."""
+    dtype, device = v.dtype, v.device
+    k = len(wires)
+    if gate.kind == "permutation":
+        perm = gate.perm_fn(k)
+        if adjoint:
+            perm = tuple(np.argsort(perm).tolist())
+        return apply_permutation_unchecked(v, perm, wires, n2)
+    if gate.kind == "diagonal":
+        diag = gate.diag_fn(params, k, dtype, data, device)
+        return apply_diagonal_unchecked(v, diag if adjoint else diag.conj(), wires, n2)
+    if gate.kind == "controlled":
+        c = gate.n_controls
+        m = gate.target.matrix_fn(params, k - c, dtype, data, device)
+        m = m.transpose(-1, -2) if adjoint else m.conj()
+        return apply_controlled_unchecked(v, m, tuple(wires[:c]), tuple(wires[c:]), n2)
+    m = gate.matrix_fn(params, k, dtype, data, device)
+    m = m.transpose(-1, -2) if adjoint else m.conj()
+    return apply_matrix_unchecked(v, m, wires, n2)
+
+
+def _apply_op_vec(gate, v, params, wires, n, data=None, adjoint=False):
+    """U ρ U† on the (B, 4**n) vector view: U on the row wires, conj(U) on the column wires."""
+    v = gate.apply(v, params, wires, 2 * n, data, adjoint)
+    return _apply_conj(gate, v, params, tuple(w + n for w in wires), 2 * n, data, adjoint)
+
+
+def apply_operator(rho, matrix: torch.Tensor, wires) -> torch.Tensor:
+    """``M ρ M†`` for a dense ``(d, d)`` or per-sample ``(B, d, d)`` matrix on ``wires`` (any M)."""
+    rho, n = as_density(rho, "apply_operator")
+    wires = check_wires(wires, n, "apply_operator")
+    d = 2 ** len(wires)
+    if not isinstance(matrix, torch.Tensor) or matrix.dim() not in (2, 3) or matrix.shape[-2:] != (d, d):
+        raise ValueError(f"apply_operator: matrix of shape {tuple(getattr(matrix, 'shape', ()))} does not act "
+                         f"on {len(wires)} wire(s) (expected ({d}, {d}) or (B, {d}, {d}))")
+    matrix = matrix.to(dtype=rho.dtype, device=rho.device)
+    v = rho.reshape(rho.shape[0], -1)
+    v = apply_matrix_unchecked(v, matrix, wires, 2 * n)
+    v = apply_matrix_unchecked(v, matrix.conj(), tuple(w + n for w in wires), 2 * n)
+    N = 2 ** n
+    return v.reshape(-1, N, N)
+
+
+def apply_gate(rho, gate, *params, wires, matrix=None, adjoint: bool = False) -> torch.Tensor:
+    """Apply a gate of the table (or its name) to ``wires`` of a density matrix: ``U ρ U†``.
+
+    ``rho``: ``(B, N, N)``, a DensityMatrix, or state vectors ``(B, N)`` (turned into ``|ψ⟩⟨ψ|``).
+    Angles are numbers, 0-d tensors or per-sample ``(B,)`` tensors, differentiable.
+    """
+    rho, n = as_density(rho, "apply_gate")
+    gate = G.get_gate(gate)
+    wires = check_wires(wires, n, gate.name)
+    if gate.n_wires is not None and len(wires) != gate.n_wires:
+        raise ValueError(f"{gate.name} acts on {gate.n_wires} wire(s), got wires {wires}")
+    if len(wires) < gate.min_wires:
+        raise ValueError(f"{gate.name} needs at least {gate.min_wires} wires, got {wires}")
+    if len(params) != gate.n_params:
+        raise ValueError(f"{gate.name} takes {gate.n_params} parameter(s), got {len(params)}")
+    real = REAL_OF[rho.dtype]
+    angles = []
+    for p in params:
+        t = p if isinstance(p, torch.Tensor) else torch.as_tensor(p, dtype=torch.float64)
+        t = t.to(rho.device)
+        if t.is_complex():
+            raise TypeError(f"{gate.name}: angles must be real, got {t.dtype}")
+        if t.dim() > 1 or (t.dim() == 1 and t.shape[0] not in (1, rho.shape[0])):
+            raise ValueError(f"{gate.name}: angle shape {tuple(t.shape)} must be () or (B,) with B={rho.shape[0]}")
+        if t.device.type == "cpu" and not torch.isfinite(t).all():
+            raise ValueError(f"{gate.name}: angle is NaN or inf")
+        angles.append(t.to(real))
+    data = None
+    if gate.takes_data:
+        if matrix is None:
+            raise ValueError(f"{gate.name} needs matrix=")
+        data = torch.as_tensor(matrix, device=rho.device).to(rho.dtype)
+        if gate.kind == "dense":
+            G.check_unitary(data, gate.name)
+    N = 2 ** n
+    v = _apply_op_vec(gate, rho.reshape(rho.shape[0], -1), tuple(angles), wires, n, data, adjoint)
+    return v.reshape(-1, N, N)
+
+
+# ------------------------------------------------------------------------------------------------
+# circuits
+def _gather(v, idx, inv, lo, hi, n2):
+    if v.requires_grad and torch.is_grad_enabled():
+        return _Gather.apply(v, idx, inv, lo, hi, n2)
+    return gather_amplitudes(v, idx, lo, hi, n2)
+
+
+def _run_plan(circuit, plan, v, x, weights, n):
+    """Walk one fused plan of the engine on the (B, 4**n) vector view of ρ."""
+    tables = single_wire_tables(circuit, plan, x, weights)
+    n2 = 2 * n
+    for step in plan.steps:
+        if step.kind == "single":
+            op = step.ops[0]
+            angles = circuit.angle_values(op, x, weights)
+            v = _apply_op_vec(op.gate, v, angles, op.wires, n, circuit.data(op), op.adjoint)
+        elif step.kind == "perm":
+            idx = perm_index(step, v.device)
+            inv = perm_index(step, v.device, inverse=True)
+            lo, hi = step.wires[0], step.wires[-1]
+            v = _gather(v, idx, inv, lo, hi, n2)
+            v = _gather(v, idx, inv, lo + n, hi + n, n2)
+        else:
+            m = step_matrix(circuit, step, x, weights, tables)
+            v = apply_matrix_unchecked(v, m, step.wires, n2)
+            v = apply_matrix_unchecked(v, m.conj(), tuple(w + n for w in step.wires), n2)
+    return v
+
+
+_SEGMENT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _instructions(circuit):
+    return list(getattr(circuit, "instructions", ()) or ())
+
+
+def _noise_key(noise_model):
+    return None if noise_model is None else (id(noise_model), noise_model.version)
+
+
+def _segments(circuit, noise_model):
+    """[("plan", Plan) | ("inst", instruction)], cached per circuit, its length and noise model."""
+    insts = _instructions(circuit)
+    fuse = circuit.fuse
+    k = circuit.max_fused_wires or DEFAULT_MAX_FUSED_WIRES
+    key = (len(circuit.ops), fuse, k, _noise_key(noise_model), tuple((p, id(i)) for p, i in insts))
+    hit = _SEGMENT_CACHE.get(circuit)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    if not insts and noise_model is None:
+        segments = [("plan", build_plan(circuit))] if circuit.ops else []
+    else:
+        at = defaultdict(list)
+        for pos, inst in insts:
+            at[pos].append(inst)
+        segments, run_ops = [], []
+
+        def flush():
+            if run_ops:
+                steps = _fuse(list(run_ops), k) if fuse else None
+                if steps is None:
+                    from ..engine import Step
+                    steps = [Step("single", op.wires, [op]) for op in run_ops]
+                segments.append(("plan", _tabulate(steps)))
+                run_ops.clear()
+
+        for i, op in enumerate(circuit.ops):
+            if at.get(i):
+                flush()
+                segments.extend(("inst", inst) for inst in at[i])
+            run_ops.append(op)
+            noise = noise_model.channels_for(op) if noise_model is not None else ()
+            if noise:
+                flush()
+                from .circuit import ChannelInstruction
+                segments.extend(("inst", ChannelInstruction(ch, w)) for ch, w in noise)
+        flush()
+        segments.extend(("inst", inst) for inst in at.get(len(circuit.ops), ()))
+    _SEGMENT_CACHE[circuit] = (key, segments)
+    return segments
+
+
+def _prepare(circuit, x, state, what="run"):
+    """(x (B, F) or None, ρ (B, N, N)) validated against the circuit."""
+    x, _, _ = circuit.prepare(x, None) if x is not None else (None, None, False)
+    if x is None and circuit.n_inputs:
+        raise ValueError(f"{what}: gates read {circuit.n_inputs} input column(s) but no x was given")
+    n = circuit.n_wires
+    if state is None:
+        rho = zero_density(n, 1, dtype=circuit.dtype, device=circuit.device)
+    else:
+        rho, m = as_density(state, what)
+        if m != n:
+            raise ValueError(f"{what}: the state has {m} qubits (shape {tuple(rho.shape)}) but the circuit has "
+                             f"{n} wires")
+        if rho.dtype != circuit.dtype:
+            raise TypeError(f"{what}: state dtype {rho.dtype} does not match the circuit's {circuit.dtype} "
+                            f"(use circuit.double() for complex128 or convert the state)")
+        if rho.device != circuit.device:
+            raise TypeError(f"{what}: state is on {rho.device} but the circuit is on {circuit.device}")
+    if x is not None:
+        if rho.shape[0] not in (1, x.shape[0]):
+            raise ValueError(f"{what}: state batch {rho.shape[0]} does not match input batch {x.shape[0]}")
+        if rho.shape[0] == 1 and x.shape[0] > 1:
+            rho = rho.expand(x.shape[0], -1, -1)
+    return x, rho
+
+
+def _evolve(circuit, rho, x, weights, noise_model, generator):
+    n = circuit.n_wires
+    N = 2 ** n
+    for kind, item in _segments(circuit, noise_model):
+        if kind == "plan":
+            v = _run_plan(circuit, item, rho.reshape(rho.shape[0], -1), x, weights, n)
+            rho = v.reshape(-1, N, N)
+        else:
+            rho = item.apply(rho, generator)
+    return rho
+
+
+def run(circuit, x=None, state=None, noise_model=None, generator: Optional[torch.Generator] = None,
+        weights=None) -> torch.Tensor:
+    """Final density matrices ``(B, 2**n, 2**n)`` of ``circuit`` on ``state`` (default |0…0⟩⟨0…0|).
+
+    ``state``: a ``(B, N, N)`` tensor, a DensityMatrix, or state vectors ``(B, N)``. ``noise_model``
+    inserts channels after matching gates; a MixedCircuit also carries its own channels,
+    measurements and resets (``generator`` seeds collapsing measurements). ``weights`` replaces
+    ``circuit.weights`` for this call. Differentiable by autograd in ρ, the weights and x.
+    """
+    noise_model = _resolve_noise(circuit, noise_model)
+    x, rho = _prepare(circuit, x, state)
+    if weights is None:
+        weights = circuit.weights
+    elif weights.shape != circuit.weights.shape:
+        raise ValueError(f"run: weights of shape {tuple(weights.shape)} do not match the circuit's "
+                         f"{tuple(circuit.weights.shape)}")
+    return _evolve(circuit, rho, x, weights, noise_model, generator)
+
+
+def _resolve_noise(circuit, noise_model):
+    if noise_model is None:
+        noise_model = getattr(circuit, "noise_model", None)
+    if noise_model is not None:
+        from .noise import NoiseModel
+        if not isinstance(noise_model, NoiseModel):
+            raise TypeError(f"noise_model must be a NoiseModel, got {type(noise_model).__name__}")
+    return noise_model
+
+
+# ------------------------------------------------------------------------------------------------
+# expectations: Tr(ρ H) = Σ_x Σ_j H[j, j⊕x] ρ[j⊕x, j], one gather of N entries per X mask
+def _index_mask(wire_mask: int, n: int) -> int:
+    out = 0
+    w = 0
+    while wire_mask:
+        if wire_mask & 1:
+            out |= 1 << (n - 1 - w)
+        wire_mask >>= 1
+        w += 1
+    return out
+
+
+def _popcount_parity(v: torch.Tensor, nbits: int) -> torch.Tensor:
+    p = torch.zeros_like(v)
+    for b in range(nbits):
+        p ^= (v >> b) & 1
+    return p
+
+
+_EXPVAL_CACHE: "OrderedDict" = OrderedDict()
+
+
+def _expval_tables(hams, n, dtype, device):
+    key = (tuple(id(h) for h in hams), n, dtype, str(device))
+    hit = _EXPVAL_CACHE.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], hams)):
+        _EXPVAL_CACHE.move_to_end(key)
+        return hit[1]
+    N = 2 ** n
+    j = torch.arange(N, dtype=torch.int64)
+    xmasks = []
+    for h in hams:
+        for xw in h.x_groups():
+            if xw not in xmasks:
+                xmasks.append(xw)
+    if not xmasks:
+        xmasks = [0]
+    table = torch.zeros(len(hams), len(xmasks), N, dtype=torch.complex128)
+    for o, h in enumerate(hams):
+        for xw, terms in h.x_groups().items():
+            g = xmasks.index(xw)
+            xi = _index_mask(xw, n)
+            for c, p in terms:
+                zi = _index_mask(p.z_mask, n)
+                phase = (1, 1j, -1, -1j)[bin(xw & p.z_mask).count("1") % 4]
+                sign = 1 - 2 * _popcount_parity((j ^ xi) & zi, n)
+                table[o, g] += complex(c) * phase * sign.to(torch.float64)
+    index = torch.stack([(j ^ _index_mask(xw, n)) * N + j for xw in xmasks])       # (G, N)
+    out = (index.reshape(-1).to(device), table.reshape(len(hams), -1).to(dtype=dtype, device=device))
+    _EXPVAL_CACHE[key] = (tuple(hams), out)
+    while len(_EXPVAL_CACHE) > 64:
+        _EXPVAL_CACHE.popitem(last=False)
+    return out
+
+
+def _observables(obs, what):
+    from ..observables import _as_observable
+    single = not isinstance(obs, (list, tuple))
+    hams = [_as_observable(obs, what)] if single else [_as_observable(o, what) for o in obs]
+    if not hams:
+        raise ValueError(f"{what}: the list of observables is empty")
+    return hams, single
+
+
+def _check_observables(hams, n, what):
+    from ..observables import _check_fits, _require_hermitian
+    for i, h in enumerate(hams):
+        _check_fits(h, n, what, "" if len(hams) == 1 else f" (observable {i})")
+    _require_hermitian(hams, what)
+
+
+def expectation(rho, obs, shots: Optional[int] = None, generator: Optional[torch.Generator] = None):
+    """``Tr(ρ O)`` for a batch of density matrices: real ``(B,)``, or ``(B, n_obs)`` for a list.
+
+    No dense O: each distinct X mask of the observables costs one gather of N entries of ρ
+    (``ρ[j⊕x, j]``) against a precomputed table. With ``shots=N`` the value is a sampled estimate
+    (qubit-wise commuting groups measured in their rotated basis, ``generator`` seeds it).
+    """
+    rho, n = as_density(rho, "expectation")
+    hams, single = _observables(obs, "expectation")
+    _check_observables(hams, n, "expectation")
+    if shots is not None:
+        out = _shot_expectation(rho, hams, n, shots, generator)
+    else:
+        if generator is not None:
+            raise ValueError("expectation: generator is only used with shots=N")
+        index, table = _expval_tables(hams, n, rho.dtype, rho.device)
+        flat = rho.reshape(rho.shape[0], -1)
+        out = (flat.index_select(1, index) @ table.transpose(0, 1)).real
+    return out[:, 0] if single else out
+
+
+def _shot_expectation(rho, hams, n, shots, generator):
+    from ..observables import PauliString, _rotation, qwc_groups
+    if isinstance(shots, bool) or not isinstance(shots, numbers.Integral) or shots < 1:
+        raise ValueError(f"expectation: shots must be a positive int, got {shots!r}")
+    if generator is not None and torch.device(generator.device).type != rho.device.type:
+        raise ValueError(f"expectation: the generator is on {generator.device} but the state is on {rho.device}")
+    rho = rho.detach()
+    B, N, _ = rho.shape
+    device = rho.device
+    n_obs = len(hams)
+    mean = torch.zeros(B, n_obs, dtype=torch.float64, device=device)
+    keys, by_key = [], {}
+    for o, h in enumerate(hams):
+        for (xw, zw), c in h._term_dict().items():
+            c = complex(c).real
+            if c == 0:
+                continue
+            if xw == 0 and zw == 0:
+                mean[:, o] += c
+                continue
+            if (xw, zw) not in by_key:
+                by_key[(xw, zw)] = []
+                keys.append(PauliString.from_masks(xw, zw))
+            by_key[(xw, zw)].append((o, c))
+    k_idx = torch.arange(N, device=device)
+    for members in qwc_groups(keys):
+        basis = {}
+        for m in members:
+            p = keys[m]
+            for w in p.wires:
+                basis[w] = p.letter(w)
+        r = rho
+        for w, letter in sorted(basis.items()):
+            if letter != "Z":
+                r = apply_operator(r, _rotation(letter, rho.dtype, device), (w,))
+        probs = torch.diagonal(r, dim1=-2, dim2=-1).real.clamp_min(0).to(torch.float64)
+        table = torch.zeros(n_obs, N, dtype=torch.float64, device=device)
+        for m in members:
+            p = keys[m]
+            s = _index_mask(p.x_mask | p.z_mask, n)
+            sign = 1 - 2 * _popcount_parity(k_idx & s, n)
+            for o, c in by_key[(p.x_mask, p.z_mask)]:
+                table[o] += c * sign.to(torch.float64)
+        samples = torch.multinomial(probs, shots, replacement=True, generator=generator)
+        counts = torch.zeros(B, N, dtype=torch.float64, device=device)
+        counts.scatter_add_(1, samples, torch.ones(B, shots, dtype=torch.float64, device=device))
+        mean += counts @ table.T / shots
+    return mean.to(REAL_OF[rho.dtype])
+
+
+def apply_hamiltonian_density(rho, H) -> torch.Tensor:
+    """``H ρ`` (B, N, N): ``apply_hamiltonian`` on the columns of ρ (one pass per X mask)."""
+    from ..observables import apply_hamiltonian
+    rho, n = as_density(rho, "apply_hamiltonian_density")
+    B, N, _ = rho.shape
+    cols = rho.transpose(1, 2).reshape(B * N, N)
+    return apply_hamiltonian(cols, H).reshape(B, N, N).transpose(1, 2)
+
+
+# ------------------------------------------------------------------------------------------------
+# measurement
+def _wires(wires, n, what):
+    if wires is None:
+        return tuple(range(n))
+    if isinstance(wires, (str, bytes)):
+        raise TypeError(f"{what}: wires must be an int or a sequence of ints, got {wires!r}")
+    return check_wires(wires, n, what)
+
+
+def _local_index(wires, n, device):
+    """For each basis index i, the index formed by the bits of ``wires`` (first = MSB)."""
+    i = torch.arange(2 ** n, device=device)
+    loc = torch.zeros_like(i)
+    for w in wires:
+        loc = (loc << 1) | ((i >> (n - 1 - w)) & 1)
+    return loc
+
+
+def probabilities(rho, wires=None) -> torch.Tensor:
+    """Marginal probabilities of the computational basis of ``wires`` from the diagonal of ρ:
+    real ``(B, 2**len(wires))``, first listed wire = most significant bit. Differentiable."""
+    rho, n = as_density(rho, "probabilities")
+    wires = _wires(wires, n, "probabilities")
+    p = torch.diagonal(rho, dim1=-2, dim2=-1).real
+    if wires == tuple(range(n)):
+        return p
+    B = p.shape[0]
+    t = p.reshape(B, *([2] * n))
+    others = [w + 1 for w in range(n) if w not in wires]
+    if others:
+        t = t.sum(dim=others)
+    kept = sorted(wires)
+    order = [kept.index(w) + 1 for w in wires]
+    if order != sorted(order):
+        t = t.permute(0, *order)
+    return t.reshape(B, 2 ** len(wires))
+
+
+def sample(rho, shots: int, wires=None, generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    """``shots`` computational-basis samples of ``wires`` per batch element: int64 ``(B, shots)``
+    of basis indices (as :func:`torchquantum_layers.measure.sample`; seeded by ``generator``)."""
+    from ..measure import sample as sample_vector
+    rho, n = as_density(rho, "sample")
+    diag = torch.diagonal(rho.detach(), dim1=-2, dim2=-1).real.clamp_min(0)
+    return sample_vector(diag.sqrt().to(rho.dtype), shots, wires, generator)
+
+
+def measure(rho, wires, generator: Optional[torch.Generator] = None):
+    """Selective projective measurement of ``wires``: one outcome per batch element drawn with
+    ``generator``; returns ``(outcomes (B,) int64, collapsed ρ (B, N, N))`` renormalised.
+
+    The collapse is differentiable with respect to ρ (the outcome itself is not).
+    """
+    rho, n = as_density(rho, "measure")
+    wires = _wires(wires, n, "measure")
+    outcome = sample(rho, 1, wires, generator)[:, 0]
+    p = probabilities(rho, wires).gather(1, outcome[:, None])                       # (B, 1)
+    loc = _local_index(wires, n, rho.device)
+    mask = (loc[None, :] == outcome[:, None]).to(rho.real.dtype)                    # (B, N)
+    out = rho * mask[:, :, None] * mask[:, None, :] / p[:, :, None]
+    return outcome, out
+
+
+def measure_channel(rho, wires) -> torch.Tensor:
+    """Non-selective measurement of ``wires``: ``Σ_k P_k ρ P_k`` (coherences between outcomes vanish)."""
+    rho, n = as_density(rho, "measure_channel")
+    wires = _wires(wires, n, "measure_channel")
+    loc = _local_index(wires, n, rho.device)
+    return rho * (loc[:, None] == loc[None, :]).to(rho.real.dtype)
+
+
+def reset(rho, wires, generator: Optional[torch.Generator] = None, collapse: Optional[bool] = None,
+          return_outcomes: bool = False):
+    """Reset ``wires`` to |0⟩.
+
+    Non-selective (default without ``generator``): the reset channel (Kraus |0⟩⟨0|, |0⟩⟨1| per
+    wire), i.e. ``|0⟩⟨0| ⊗ Tr_wires ρ``. Selective (``collapse=True``, the default when a
+    ``generator`` is given): measure ``wires`` (collapsing the rest of the state on the
+    outcome), then flip the wires that read 1. ``return_outcomes=True`` also returns the
+    outcomes (int64 ``(B,)``; selective only).
+    """
+    rho, n = as_density(rho, "reset")
+    wires = _wires(wires, n, "reset")
+    if collapse is None:
+        collapse = generator is not None
+    if not collapse:
+        if return_outcomes:
+            raise ValueError("reset: return_outcomes=True needs a collapsing reset (collapse=True)")
+        from .channels import reset_channel
+        ch = reset_channel()
+        for w in wires:
+            rho = ch(rho, (w,))
+        return rho
+    outcome, rho = measure(rho, wires, generator)
+    k = len(wires)
+    for pos, w in enumerate(wires):
+        b = ((outcome >> (k - 1 - pos)) & 1).to(rho.real.dtype)
+        flip = torch.stack([1 - b, b, b, 1 - b], dim=-1).reshape(-1, 2, 2).to(rho.dtype)
+        rho = apply_operator(rho, flip, (w,))
+    return (outcome, rho) if return_outcomes else rho
+
+
+# ------------------------------------------------------------------------------------------------
+# expectation of a circuit, with differentiation methods
+def expval(circuit, observables, x=None, state=None, diff_method: str = "backprop", noise_model=None,
+           shots: Optional[int] = None, generator: Optional[torch.Generator] = None, weights=None):
+    """``Tr(ρ_out O)`` after running ``circuit`` on a density matrix: ``(B,)`` or ``(B, n_obs)``.
+
+    ``diff_method``: ``"backprop"`` (autograd through the simulation; any circuit, channels and
+    measurements included) or ``"parameter-shift"`` (shift rules through the noisy circuit; the
+    rule holds for mixed states and channels that do not depend on the angles; usable with
+    ``shots``; not with collapsing measurements). ``"adjoint"`` is not available for density
+    matrices: channels are not invertible, so the circuit cannot be un-computed.
+    """
+    if diff_method == "adjoint":
+        raise ValueError("expval: diff_method='adjoint' is not supported for density matrices (channels are "
+                         "not invertible, so the state cannot be un-computed); use 'backprop' or "
+                         "'parameter-shift'")
+    if diff_method not in DIFF_METHODS:
+        raise ValueError(f"expval: diff_method must be one of {DIFF_METHODS} for density matrices, got "
+                         f"{diff_method!r}")
+    hams, single = _observables(observables, "expval")
+    _check_observables(hams, circuit.n_wires, "expval")
+    squeeze = isinstance(x, torch.Tensor) and x.dim() == 1
+    noise_model = _resolve_noise(circuit, noise_model)
+    x, rho = _prepare(circuit, x, state, "expval")
+    if weights is None:
+        weights = circuit.weights
+    elif weights.shape != circuit.weights.shape:
+        raise ValueError(f"expval: weights of shape {tuple(weights.shape)} do not match the circuit's "
+                         f"{tuple(circuit.weights.shape)}")
+    if diff_method == "backprop":
+        out = _evolve(circuit, rho, x, weights, noise_model, generator if shots is None else None)
+        values = expectation(out, hams, shots=shots, generator=generator)
+    else:
+        if any(getattr(inst, "collapses", False) for _, inst in _instructions(circuit)):
+            raise ValueError("expval: diff_method='parameter-shift' needs a deterministic circuit; this one "
+                             "has collapsing (selective) measurements: use 'backprop'")
+        values = _DensityShift.apply(circuit, hams, noise_model, shots, generator, x, rho, weights)
+    values = values[..., 0] if single else values
+    return values[0] if squeeze else values
+
+
+def _program(circuit, noise_model):
+    """Flat list of ("op", op) / ("inst", instruction) in execution order."""
+    at = defaultdict(list)
+    for pos, inst in _instructions(circuit):
+        at[pos].append(inst)
+    items = []
+    for i, op in enumerate(circuit.ops):
+        items.extend(("inst", inst) for inst in at.get(i, ()))
+        items.append(("op", op))
+        if noise_model is not None:
+            from .circuit import ChannelInstruction
+            items.extend(("inst", ChannelInstruction(ch, w)) for ch, w in noise_model.channels_for(op))
+    items.extend(("inst", inst) for inst in at.get(len(circuit.ops), ()))
+    return items
+
+
+def _apply_item(circuit, item, rho, x, weights, angles=None):
+    kind, obj = item
+    if kind == "inst":
+        return obj.apply(rho, None)
+    n = circuit.n_wires
+    N = 2 ** n
+    if angles is None:
+        angles = circuit.angle_values(obj, x, weights)
+    v = _apply_op_vec(obj.gate, rho.reshape(rho.shape[0], -1), angles, obj.wires, n, circuit.data(obj),
+                      obj.adjoint)
+    return v.reshape(-1, N, N)
+
+
+class _DensityShift(torch.autograd.Function):
+    """Parameter-shift rule on density matrices: each trainable angle's shifted circuits run as
+    one batch from the state just before its gate (channels included)."""
+
+    @staticmethod
+    def forward(ctx, circuit, hams, noise_model, shots, generator, x, rho, weights):
+        with torch.no_grad():
+            out = _evolve(circuit, rho, x, weights, noise_model, None)
+            values = expectation(out, hams, shots=shots, generator=generator)
+        ctx.circuit, ctx.hams, ctx.noise_model = circuit, hams, noise_model
+        ctx.shots, ctx.generator = shots, generator
+        ctx.save_for_backward(x, rho, weights)
+        return values
+
+    @staticmethod
+    def backward(ctx, grad_values):
+        from ..circuit import Input, Param
+        from ..grad.parameter_shift import shift_rule
+        circuit, hams, noise_model = ctx.circuit, ctx.hams, ctx.noise_model
+        shots, generator = ctx.shots, ctx.generator
+        x, rho0, weights = ctx.saved_tensors
+        need_x, need_rho, need_w = ctx.needs_input_grad[5], ctx.needs_input_grad[6], ctx.needs_input_grad[7]
+        g = grad_values.to(weights.dtype if weights.numel() else grad_values.dtype)
+        grad_w = torch.zeros_like(weights) if need_w else None
+        grad_x = torch.zeros_like(x) if (need_x and x is not None) else None
+        items = _program(circuit, noise_model)
+        with torch.no_grad():
+            rho = rho0
+            batch = rho.shape[0]
+            for i, item in enumerate(items):
+                if item[0] == "op" and (grad_w is not None or grad_x is not None):
+                    op = item[1]
+                    angles = circuit.angle_values(op, x, weights)
+                    wants = [(isinstance(a, Param) and need_w) or (isinstance(a, Input) and grad_x is not None)
+                             for a in op.angles]
+                    if any(wants):
+                        shifted, plan = [], []
+                        for j, want in enumerate(wants):
+                            if not want:
+                                continue
+                            shifts, coeffs = shift_rule(op.gate.frequencies(j))
+                            for s, c in zip(shifts, coeffs):
+                                for sign in (1.0, -1.0):
+                                    a = list(angles)
+                                    a[j] = a[j] + sign * s
+                                    shifted.append(_apply_item(circuit, item, rho, x, weights, tuple(a)))
+                                plan.append((j, c))
+                        m = len(shifted)
+                        big = torch.cat(shifted, dim=0)
+                        xr = x.repeat(m, 1) if x is not None else None
+                        for later in items[i + 1:]:
+                            big = _apply_item(circuit, later, big, xr, weights)
+                        f = expectation(big, hams, shots=shots, generator=generator).reshape(m, batch, -1)
+                        df = {}
+                        for p, (j, c) in enumerate(plan):
+                            df[j] = df.get(j, 0) + c * (f[2 * p] - f[2 * p + 1])
+                        for j, d in df.items():
+                            a = op.angles[j]
+                            contrib = (d * g).sum(-1)
+                            if isinstance(a, Param):
+                                grad_w[a.index] += a.scale * contrib.sum()
+                            else:
+                                grad_x[:, a.column] += a.scale * contrib
+                rho = _apply_item(circuit, item, rho, x, weights)
+        grad_rho = None
+        if need_rho:
+            # the input state is not a gate angle: differentiate the (linear) map exactly
+            with torch.enable_grad():
+                r = rho0.detach().requires_grad_(True)
+                out = _evolve(circuit, r, x.detach() if x is not None else None, weights.detach(), noise_model, None)
+                val = expectation(out, hams)
+                grad_rho, = torch.autograd.grad(val, r, grad_values.to(val.dtype))
+        return None, None, None, None, None, grad_x, grad_rho, grad_w

@@ -1,0 +1,21 @@
+"""Research models after Paddle Quantum's tutorials, each a function returning its numbers:
+
+* :func:`prepare_gibbs_state` — variational Gibbs state (free energy with a Taylor entropy);
+* :func:`vqsd` — variational quantum state diagonalization;
+* :func:`vqsvd` — variational quantum singular value decomposition;
+* :func:`quantum_autoencoder` — compress a mixed state into fewer qubits;
+* :func:`train_qgan` / :class:`QGAN` — a quantum GAN learning a pure state;
+* :func:`gradient_variance` — the barren-plateau study (:func:`plot_gradient_variance` with the
+  ``plot`` extra).
+"""
+from .autoencoder import AutoencoderResult, autoencode, quantum_autoencoder
+from .barren import BarrenResult, gradient_samples, gradient_variance, plot_gradient_variance, random_layer_circuit
+from .gibbs import GibbsResult, free_energy_loss, gibbs_state, prepare_gibbs_state
+from .qgan import QGAN, QGANResult, default_target, train_qgan
+from .vqsd import VQSDResult, spectrum_state, vqsd
+from .vqsvd import VQSVDResult, paddle_random_matrix, vqsvd
+
+__all__ = ["prepare_gibbs_state", "gibbs_state", "free_energy_loss", "GibbsResult", "vqsd", "spectrum_state",
+           "VQSDResult", "vqsvd", "paddle_random_matrix", "VQSVDResult", "quantum_autoencoder", "autoencode",
+           "AutoencoderResult", "QGAN", "train_qgan", "default_target", "QGANResult", "gradient_variance",
+           "gradient_samples", "plot_gradient_variance", "random_layer_circuit", "BarrenResult"]

@@ -166,3 +166,13 @@ def load(name):
     ("barren_plateau", dict(n_wires=(2, 3), samples=10, plot=None))])
 def test_examples_run(name, kwargs):
     load(name).main(verbose=False, **kwargs)
+
+
+def test_barren_plateau_plot_renders_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    from torchquantum_layers.research.barren import gradient_variance, plot_gradient_variance
+    result = gradient_variance((2, 3, 4), samples=20)
+    path = tmp_path / "bp.png"
+    plot_gradient_variance(result, path=str(path))
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000

@@ -546,3 +546,9 @@ def qft_circuit(n_wires: int, inverse: bool = False, **circuit_kwargs) -> Circui
     """A new ``Circuit(n_wires)`` holding the (inverse) QFT; ``circuit_kwargs`` go to Circuit."""
     n_wires = _pos_int(n_wires, "n_wires", "qft_circuit")
     return qft(Circuit(n_wires, **circuit_kwargs), inverse=inverse)
+
+
+def qaoa(problem, p: int, mixer: str = "x", **kwargs):
+    """``tql.templates.qaoa``: the batched QAOA module of :mod:`torchquantum_layers.optimization`."""
+    from .optimization import qaoa as build
+    return build(problem, p, mixer=mixer, **kwargs)

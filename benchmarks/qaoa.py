@@ -1,0 +1,171 @@
+"""QAOA benchmark (issue 7): value+gradient per step and the cost layer, as ratios to torch.clone.
+
+    python benchmarks/qaoa.py [--n 20] [--p 5] [--starts 16] [--threads T] [--circuit] [--no-append]
+
+* value + gradient of the expected cost of a batch of starts (MaxCut, random 3-regular graph with
+  n nodes, seed 1) for each differentiation route: our adjoint sweep on the half register (the
+  default: MaxCut is invariant under flipping all bits), on the full register, plain autograd
+  (backprop) through out-of-place kernels, and (``--circuit``) the same QAOA routed through the
+  library's ``Circuit`` with ``circuit_expval(..., diff_method="backprop" | "adjoint")``;
+* the same step for a weighted (integer weights 1-3) 20-node MaxCut;
+* one cost layer exp(-iγ_s C) on a (starts, 2^n) complex64 state, in place (the phase table gather
+  + one multiply, what the adjoint path runs) and out of place (what backprop runs), in units of
+  one ``torch.clone`` of that state measured in the same run.
+
+Prints a table and appends it to benchmarks/RESULTS.md under "## QAOA (issue 7)" with the date,
+machine, torch threads and load average (the 2-core CI machine is shared: its load changes the
+numbers, see the notes there).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from torchquantum_layers import optimization as opt  # noqa: E402
+from torchquantum_layers.grad import circuit_expval  # noqa: E402
+
+from common import clone_time, machine, table, timeit, today  # noqa: E402
+
+RESULTS = os.path.join(os.path.dirname(__file__), "RESULTS.md")
+HEADER = "## QAOA (issue 7)"
+
+
+def step_time(fn, repeats: int) -> float:
+    """Median wall time of ``fn`` (one warm-up call first)."""
+    fn()
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def value_and_grad(model, angles, **kw):
+    def fn():
+        a = angles.clone().requires_grad_(True)
+        model(a, **kw).sum().backward()
+        return a.grad
+    return fn
+
+
+def circuit_value_and_grad(circ, ham, angles, method):
+    def fn():
+        a = angles.clone().requires_grad_(True)
+        circuit_expval(circ, ham, x=a, diff_method=method).sum().backward()
+        return a.grad
+    return fn
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=20)
+    ap.add_argument("--p", type=int, default=5)
+    ap.add_argument("--starts", type=int, default=16)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--circuit", action="store_true", help="also time the Circuit route (slow at n=20)")
+    ap.add_argument("--no-backprop", action="store_true", help="skip our backprop row")
+    ap.add_argument("--no-append", action="store_true")
+    args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    n, p, S = args.n, args.p, args.starts
+    load0 = os.getloadavg()[0]
+    gen = torch.Generator().manual_seed(0)
+    problem = opt.maxcut(opt.random_regular_graph(3, n, seed=1))
+    t0 = time.perf_counter()
+    model = opt.qaoa(problem, p)
+    setup = time.perf_counter() - t0
+    angles = opt.perturb(opt.linear_ramp(p, 0.6), S, 0.05, generator=gen).float()
+    rows = []
+    checks = {}
+
+    def add(route, fn, note=""):
+        t = step_time(fn, args.repeats)
+        g = fn()
+        checks[route] = g
+        rows.append([route, f"{t:.2f}", f"{t / S * 1e3:.0f}", note])
+        print(f"  {route:38s} {t:7.2f} s", flush=True)
+
+    print(f"MaxCut, 3-regular graph n={n}, p={p}, {S} starts; threads {torch.get_num_threads()}, "
+          f"load average {load0:.1f}")
+    add("adjoint, half register (default)", value_and_grad(model, angles),
+        "bit-flip symmetry: 2^(n-1) amplitudes")
+    full = opt.qaoa(problem, p, symmetry=False)
+    add("adjoint, full register", value_and_grad(full, angles))
+    if not args.no_backprop:
+        add("backprop (plain autograd)", value_and_grad(model, angles, diff_method="backprop"),
+            "out-of-place kernels, allocates per op")
+    if args.circuit:
+        circ = model.circuit()
+        for method in ("backprop", "adjoint"):
+            add(f"Circuit + circuit_expval {method}",
+                circuit_value_and_grad(circ, problem.hamiltonian, angles, method),
+                "RZZ per edge, RX per wire (library engine)")
+    ref = checks["adjoint, half register (default)"]
+    agree = max(float((g - ref).abs().max()) for g in checks.values())
+
+    wedges = [(u, v, float(torch.randint(1, 4, (1,), generator=gen))) for u, v in
+              opt.random_regular_graph(3, 20, seed=11)]
+    wmodel = opt.qaoa(opt.maxcut(wedges), 5)
+    wangles = opt.perturb(opt.linear_ramp(5, 0.3), 16, 0.05, generator=gen).float()
+    add("weighted 20-node MaxCut, p=5, 16 starts", value_and_grad(wmodel, wangles), "adjoint, half register")
+
+    # cost layer vs clone on the full (S, 2^n) complex64 state
+    state = torch.randn(S, 2 ** n, dtype=torch.complex64, generator=gen)
+    tc = clone_time(state)
+    gam = angles[:, 0].contiguous()
+    full1 = opt.qaoa(problem, 1, symmetry=False)
+    P = torch.empty_like(state)
+    t_in = timeit(lambda: state.mul_(full1._phase_into(gam, P)))
+    t_out = timeit(lambda: state * full1._phase(gam))
+    load1 = os.getloadavg()[0]
+    cost_rows = [["cost layer in place (gather + mul_)", f"{t_in * 1e3:.1f}", f"{t_in / tc:.2f}"],
+                 ["cost layer out of place (backprop)", f"{t_out * 1e3:.1f}", f"{t_out / tc:.2f}"],
+                 ["torch.clone of the state", f"{tc * 1e3:.1f}", "1.00"]]
+    print(f"  cost layer: in place {t_in / tc:.2f} clones, out of place {t_out / tc:.2f} clones "
+          f"(clone {tc * 1e3:.1f} ms)")
+    print(f"  gradients of all routes agree to {agree:.2e}; set-up (diagonal, tables) {setup:.2f} s")
+
+    text = [f"### {today()} — {machine()}",
+            f"MaxCut on a random 3-regular graph (seed 1), n = {n}, p = {p}, {S} starts in one batch, complex64; "
+            f"torch threads {torch.get_num_threads()}; load average {load0:.1f} → {load1:.1f} (shared machine). "
+            f"Median of {args.repeats} steps after a warm-up.",
+            "",
+            table(rows, ["value + gradient route", "s / step", "ms / start", "note"]),
+            "",
+            table(cost_rows, [f"cost layer, ({S}, 2^{n}) complex64", "ms", "clones"]),
+            "",
+            f"Gradients of all routes agree to {agree:.1e}. Set-up (cost diagonal, level table) {setup:.2f} s.",
+            ""]
+    out = "\n".join(text)
+    print()
+    print(out)
+    if not args.no_append:
+        append_section(out)
+
+
+def append_section(block: str):
+    """Add ``block`` at the end of this benchmark's section of RESULTS.md (created if absent)."""
+    text = open(RESULTS).read() if os.path.exists(RESULTS) else "# Benchmark results\n"
+    if HEADER not in text:
+        text = text.rstrip("\n") + f"\n\n{HEADER}\n\n{block}\n"
+    else:
+        start = text.index(HEADER) + len(HEADER)
+        nxt = text.find("\n## ", start)
+        end = len(text) if nxt < 0 else nxt + 1
+        section = text[:end].rstrip("\n") + "\n\n" + block + "\n"
+        text = section + ("\n" + text[end:] if nxt >= 0 else "")
+    with open(RESULTS, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()

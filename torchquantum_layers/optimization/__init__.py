@@ -1,0 +1,26 @@
+"""Combinatorial optimisation: problem Hamiltonians and batched QAOA.
+
+* :mod:`.problems` — :class:`Problem` builders (MaxCut, independent set, vertex cover, clique,
+  number partitioning, graph colouring, TSP, portfolio, QUBO / Ising) and :func:`exact_solution`.
+* :mod:`.qaoa` — :func:`qaoa` / :class:`QAOA`: many (γ, β) starts (and several graphs of one size)
+  in one batch, differentiable; angle initialisations and result analysis.
+* :mod:`.graphs` — edge-list / networkx graph validation and seeded random regular graphs.
+
+Sign convention: every problem's cost is MINIMISED; maximisation objectives (cut, set weight) are
+negated in the cost and reported in natural units by ``Problem.objective``.
+"""
+from .graphs import Graph, as_graph, complete_graph, cycle_graph, random_regular_graph
+from .problems import (MAX_EXACT_QUBITS, ExactSolution, Problem, bits_of, exact_solution, from_ising,
+                       from_qubo, graph_coloring, graph_colouring, index_of, max_clique,
+                       max_independent_set, maxcut, min_vertex_cover, number_partitioning, portfolio, tsp)
+from .qaoa import (FIXED_ANGLES_3REGULAR, MIXERS, QAOA, MultiStartQAOA, QAOAResult, fixed_angles, interp,
+                   join_angles, linear_ramp, optimize, perturb, qaoa, qaoa_circuit, random_angles,
+                   split_angles)
+
+__all__ = ["Graph", "as_graph", "complete_graph", "cycle_graph", "random_regular_graph", "Problem",
+           "ExactSolution", "exact_solution", "maxcut", "max_independent_set", "min_vertex_cover",
+           "max_clique", "number_partitioning", "graph_colouring", "graph_coloring", "tsp", "portfolio",
+           "from_qubo", "from_ising", "bits_of", "index_of", "MAX_EXACT_QUBITS", "QAOA", "qaoa",
+           "qaoa_circuit", "MultiStartQAOA", "QAOAResult", "linear_ramp", "fixed_angles", "interp",
+           "random_angles", "perturb", "optimize", "split_angles", "join_angles", "MIXERS",
+           "FIXED_ANGLES_3REGULAR"]

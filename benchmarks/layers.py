@@ -18,19 +18,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
 
 from common import machine, table, timeit, today  # noqa: E402
+from gradients import model  # noqa: E402  (the same circuit as the gradient benchmark)
 
 
 def layer(n, n_layers, width, diff_method):
-    c = tql.Circuit(n, max_fused_wires=width)
-    for w in range(n):
-        c.ry(w, input=w)
-    for _ in range(n_layers):
-        for w in range(n):
-            c.rx(w, trainable=True)
-            c.ry(w, trainable=True)
-            c.rz(w, trainable=True)
-        for w in range(n):
-            c.cnot(w, (w + 1) % n)
+    c = model(n, n_layers, "cpu")
+    c.max_fused_wires = width
     return tql.QuantumLayer(c, [tql.PauliString(f"Z{w}") for w in range(n)], diff_method=diff_method)
 
 

@@ -127,8 +127,9 @@ def _from_rows(rows, dtype, device):
     return torch.stack(flat, dim=-1).reshape(*shape, d, d)
 
 
-def _const(matrix):
-    arr = np.asarray(matrix, dtype=np.complex128)
+def _const(values):
+    """A parameter-free matrix or diagonal, converted once per (dtype, device)."""
+    arr = np.asarray(values, dtype=np.complex128)
     cache = {}
 
     def fn(params, k, dtype, data, device):
@@ -139,16 +140,7 @@ def _const(matrix):
     return fn
 
 
-def _const_diag(diag):
-    arr = np.asarray(diag, dtype=np.complex128)
-    cache = {}
-
-    def fn(params, k, dtype, data, device):
-        key = (dtype, str(device))
-        if key not in cache:
-            cache[key] = torch.as_tensor(arr, dtype=dtype, device=device)
-        return cache[key]
-    return fn
+_const_diag = _const
 
 
 def _diag_to_matrix(diag_fn):

@@ -779,6 +779,9 @@ def test_state_length_not_power_of_two():
     with pytest.raises(ValueError, match=r"state length 6 is not a power of two \(shape \(1, 6\)\)"):
         c(state=torch.zeros(1, 6, dtype=torch.complex64))
     with pytest.raises(ValueError, match=r"state must have shape \(batch, 2\*\*n\)"):
+        c(state=torch.zeros(1, 2, 2, 2, dtype=torch.complex64))
+    # a 3-d state is a batch of density matrices: here one of 1 qubit, for a 2-wire circuit
+    with pytest.raises(ValueError, match=r"state has 1 qubits \(shape \(1, 2, 2\)\) but the circuit has 2"):
         c(state=torch.zeros(1, 2, 2, dtype=torch.complex64))
     with pytest.raises(TypeError, match="state must be a tensor"):
         c(state=[1, 0, 0, 0])

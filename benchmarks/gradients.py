@@ -65,6 +65,8 @@ def memory_point(method, layers, device):
     c = model(n, layers, device)
     x = torch.rand(B, n, device=device)
     obs = [tql.PauliString(f"Z{w}") for w in range(n)]
+    with torch.no_grad():      # build the execution plan first: it is circuit structure, not state memory
+        tql.expval(c, obs, x=x[:1])
     base = _rss()
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()

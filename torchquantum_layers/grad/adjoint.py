@@ -20,6 +20,7 @@ from ..engine import apply_perm_step, build_plan, run_circuit, single_wire_table
 from ..kernels.apply import apply_diagonal_unchecked, apply_matrix_unchecked
 
 _GEN_CACHE: dict = {}
+_BLOCKS_PER_BACKWARD = 64
 
 
 def _generator_tensor(gate, k, dtype, device):
@@ -170,13 +171,17 @@ class AdjointExpval(torch.autograd.Function):
                 if m.requires_grad:
                     mats.append(m)
                     mat_grads.append(2 * outer_on_wires(lam, psi, step.wires, n, m.dim() == 3))
+                    if len(mats) >= _BLOCKS_PER_BACKWARD:
+                        # flush in chunks: keeps memory flat in depth (the shared tables' graph stays)
+                        torch.autograd.backward(mats, mat_grads, retain_graph=True)
+                        mats, mat_grads = [], []
                 lam = apply_matrix_unchecked(lam, m_dag, step.wires, n)
         if mats:
             torch.autograd.backward(mats, mat_grads)
-            if need_w and w_leaf.grad is not None:
-                grad_w += w_leaf.grad
-            if need_x and x_leaf.grad is not None:
-                grad_x += x_leaf.grad
+        if need_w and w_leaf.grad is not None:
+            grad_w += w_leaf.grad
+        if need_x and x_leaf.grad is not None:
+            grad_x += x_leaf.grad
         grad_state = None
         if need_state:
             grad_state = 2 * lam

@@ -445,12 +445,12 @@ def _ddp_worker(rank, world, init_file, out_prefix):
 
 
 def test_distributed_data_parallel_two_processes():
-    """torch.multiprocessing's spawn API; with the "fork" start method where the platform has it,
-    because "spawn" re-imports torch in every child (5 s on an idle 2-core machine, 30 s on a busy
-    one) for the same coverage. Children run single-threaded, as DataLoader's forked workers do."""
+    """Two gloo ranks through torch.multiprocessing's spawn API; children run single-threaded."""
     import torch._dynamo  # noqa: F401  (DDP's constructor imports it: once here, not in each child)
     import torch.multiprocessing as mp
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    # "spawn", not "fork": a forked child of a process that already ran OpenMP/gloo threads can
+    # deadlock (seen once here: the suite stalled in this test with the machine idle)
+    method = "spawn"
     with tempfile.TemporaryDirectory() as d:
         mp.start_processes(_ddp_worker, args=(2, os.path.join(d, "init"), os.path.join(d, "out")), nprocs=2,
                            join=True, start_method=method)

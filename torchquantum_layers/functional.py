@@ -12,23 +12,27 @@ from .kernels.apply import check_wires
 from .kernels.state import REAL_OF, n_wires_of
 
 
-def apply_gate(state, gate, *params, wires, matrix=None, adjoint=False):
-    """Apply ``gate`` (a Gate or its name) to ``wires`` of ``state``."""
+def prepare_gate_call(gate, params, wires, n, batch, dtype, device, matrix=None):
+    """Validate one functional gate call: (gate, wires, real angle tensors, data) or a clear error.
+
+    Shared by the state-vector and the density-matrix functional APIs.
+    """
     gate = G.get_gate(gate)
-    n = n_wires_of(state)
     wires = check_wires(wires, n, gate.name)
     if gate.n_wires is not None and len(wires) != gate.n_wires:
         raise ValueError(f"{gate.name} acts on {gate.n_wires} wire(s), got wires {wires}")
+    if len(wires) < gate.min_wires:
+        raise ValueError(f"{gate.name} needs at least {gate.min_wires} wires, got {wires}")
     if len(params) != gate.n_params:
         raise ValueError(f"{gate.name} takes {gate.n_params} parameter(s), got {len(params)}")
-    real = REAL_OF[state.dtype]
+    real = REAL_OF[dtype]
     angles = []
     for p in params:
-        t = p if isinstance(p, torch.Tensor) else torch.as_tensor(p, dtype=real, device=state.device)
+        t = p.to(device) if isinstance(p, torch.Tensor) else torch.as_tensor(p, dtype=real, device=device)
         if t.is_complex():
             raise TypeError(f"{gate.name}: angles must be real, got {t.dtype}")
-        if t.dim() > 1 or (t.dim() == 1 and t.shape[0] not in (1, state.shape[0])):
-            raise ValueError(f"{gate.name}: angle shape {tuple(t.shape)} must be () or (B,) with B={state.shape[0]}")
+        if t.dim() > 1 or (t.dim() == 1 and t.shape[0] not in (1, batch)):
+            raise ValueError(f"{gate.name}: angle shape {tuple(t.shape)} must be () or (B,) with B={batch}")
         if t.device.type == "cpu" and not torch.isfinite(t).all():
             raise ValueError(f"{gate.name}: angle is NaN or inf")
         angles.append(t.to(real))
@@ -36,10 +40,18 @@ def apply_gate(state, gate, *params, wires, matrix=None, adjoint=False):
     if gate.takes_data:
         if matrix is None:
             raise ValueError(f"{gate.name} needs matrix=")
-        data = torch.as_tensor(matrix, device=state.device).to(state.dtype)
+        data = torch.as_tensor(matrix, device=device).to(dtype)
         if gate.kind == "dense":
             G.check_unitary(data, gate.name)
-    return gate.apply(state, tuple(angles), wires, n, data, adjoint)
+    return gate, wires, tuple(angles), data
+
+
+def apply_gate(state, gate, *params, wires, matrix=None, adjoint=False):
+    """Apply ``gate`` (a Gate or its name) to ``wires`` of ``state``."""
+    n = n_wires_of(state)
+    gate, wires, angles, data = prepare_gate_call(gate, params, wires, n, state.shape[0], state.dtype,
+                                                  state.device, matrix)
+    return gate.apply(state, angles, wires, n, data, adjoint)
 
 
 def _make(gate):

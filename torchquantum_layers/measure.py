@@ -43,11 +43,14 @@ def probabilities(state: torch.Tensor, wires=None) -> torch.Tensor:
 
 def _probabilities(state, wires, what):
     n = n_wires_of(state)
-    wires = _wires(wires, n, what)
-    p = _abs2(state)
+    return marginal(_abs2(state), _wires(wires, n, what), n)
+
+
+def marginal(p: torch.Tensor, wires: tuple, n: int) -> torch.Tensor:
+    """Marginal of basis probabilities ``(B, 2**n)`` onto validated ``wires``, in the given order."""
     if wires == tuple(range(n)):
         return p
-    B = state.shape[0]
+    B = p.shape[0]
     t = p.reshape(B, *([2] * n))
     others = [w + 1 for w in range(n) if w not in wires]
     if others:

@@ -18,12 +18,13 @@ from typing import Optional
 import numpy as np
 import torch
 
-from .. import gates as G
 from ..engine import (DEFAULT_MAX_FUSED_WIRES, _fuse, _Gather, _tabulate, build_plan, gather_amplitudes,
                       perm_index, single_wire_tables, step_matrix)
 from ..kernels.apply import (apply_controlled_unchecked, apply_diagonal_unchecked, apply_matrix_unchecked,
                              apply_permutation_unchecked, check_wires)
+from ..functional import prepare_gate_call
 from ..kernels.state import REAL_OF
+from ..measure import _wires, marginal
 from .state import as_density, zero_density
 
 __all__ = ["apply_gate", "apply_operator", "run", "expectation", "apply_hamiltonian_density",
@@ -86,35 +87,10 @@ def apply_gate(rho, gate, *params, wires, matrix=None, adjoint: bool = False) ->
     Angles are numbers, 0-d tensors or per-sample ``(B,)`` tensors, differentiable.
     """
     rho, n = as_density(rho, "apply_gate")
-    gate = G.get_gate(gate)
-    wires = check_wires(wires, n, gate.name)
-    if gate.n_wires is not None and len(wires) != gate.n_wires:
-        raise ValueError(f"{gate.name} acts on {gate.n_wires} wire(s), got wires {wires}")
-    if len(wires) < gate.min_wires:
-        raise ValueError(f"{gate.name} needs at least {gate.min_wires} wires, got {wires}")
-    if len(params) != gate.n_params:
-        raise ValueError(f"{gate.name} takes {gate.n_params} parameter(s), got {len(params)}")
-    real = REAL_OF[rho.dtype]
-    angles = []
-    for p in params:
-        t = p if isinstance(p, torch.Tensor) else torch.as_tensor(p, dtype=torch.float64)
-        t = t.to(rho.device)
-        if t.is_complex():
-            raise TypeError(f"{gate.name}: angles must be real, got {t.dtype}")
-        if t.dim() > 1 or (t.dim() == 1 and t.shape[0] not in (1, rho.shape[0])):
-            raise ValueError(f"{gate.name}: angle shape {tuple(t.shape)} must be () or (B,) with B={rho.shape[0]}")
-        if t.device.type == "cpu" and not torch.isfinite(t).all():
-            raise ValueError(f"{gate.name}: angle is NaN or inf")
-        angles.append(t.to(real))
-    data = None
-    if gate.takes_data:
-        if matrix is None:
-            raise ValueError(f"{gate.name} needs matrix=")
-        data = torch.as_tensor(matrix, device=rho.device).to(rho.dtype)
-        if gate.kind == "dense":
-            G.check_unitary(data, gate.name)
+    gate, wires, angles, data = prepare_gate_call(gate, params, wires, n, rho.shape[0], rho.dtype,
+                                                  rho.device, matrix)
     N = 2 ** n
-    v = _apply_op_vec(gate, rho.reshape(rho.shape[0], -1), tuple(angles), wires, n, data, adjoint)
+    v = _apply_op_vec(gate, rho.reshape(rho.shape[0], -1), angles, wires, n, data, adjoint)
     return v.reshape(-1, N, N)
 
 
@@ -422,14 +398,6 @@ def apply_hamiltonian_density(rho, H) -> torch.Tensor:
 
 # ------------------------------------------------------------------------------------------------
 # measurement
-def _wires(wires, n, what):
-    if wires is None:
-        return tuple(range(n))
-    if isinstance(wires, (str, bytes)):
-        raise TypeError(f"{what}: wires must be an int or a sequence of ints, got {wires!r}")
-    return check_wires(wires, n, what)
-
-
 def _local_index(wires, n, device):
     """For each basis index i, the index formed by the bits of ``wires`` (first = MSB)."""
     i = torch.arange(2 ** n, device=device)
@@ -444,19 +412,7 @@ def probabilities(rho, wires=None) -> torch.Tensor:
     real ``(B, 2**len(wires))``, first listed wire = most significant bit. Differentiable."""
     rho, n = as_density(rho, "probabilities")
     wires = _wires(wires, n, "probabilities")
-    p = torch.diagonal(rho, dim1=-2, dim2=-1).real
-    if wires == tuple(range(n)):
-        return p
-    B = p.shape[0]
-    t = p.reshape(B, *([2] * n))
-    others = [w + 1 for w in range(n) if w not in wires]
-    if others:
-        t = t.sum(dim=others)
-    kept = sorted(wires)
-    order = [kept.index(w) + 1 for w in wires]
-    if order != sorted(order):
-        t = t.permute(0, *order)
-    return t.reshape(B, 2 ** len(wires))
+    return marginal(torch.diagonal(rho, dim1=-2, dim2=-1).real, wires, n)
 
 
 def sample(rho, shots: int, wires=None, generator: Optional[torch.Generator] = None) -> torch.Tensor:

@@ -60,6 +60,25 @@ def test_gradcheck_every_parametrised_gate(gate, method):
     assert torch.autograd.gradcheck(f, (w, x, state), eps=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("gate", [g for g in PARAM_GATES if g.kind in ("two-level", "dense")][:6]
+                         + [g for g in PARAM_GATES if g.kind == "two-level"], ids=lambda g: g.name)
+def test_gradcheck_inverse_circuits(gate, method):
+    """Adjoint (dagger) ops: the two-level fast paths un-compute with the block itself."""
+    rng = random.Random(hash(gate.name) % 997)
+    n = max(gate.n_wires or 3, 2)
+    c = gate_circuit(gate, n).inverse()
+    obs = [random_hamiltonian(n, 3, rng)]
+    torch.manual_seed(1)
+    w = (torch.rand(c.num_parameters, dtype=torch.float64) * 2 * math.pi).requires_grad_()
+    x = torch.randn(3, gate.n_params, dtype=torch.float64, requires_grad=True)
+    state = tql.random_state(n, 3, dtype=torch.complex128).requires_grad_()
+
+    def f(w, x, state):
+        return circuit_expval(c, obs, x=x, state=state, diff_method=method, weights=w)
+    assert torch.autograd.gradcheck(f, (w, x, state), eps=1e-6, atol=1e-6)
+
+
 def _random_circuit(rng, n, n_gates, shared):
     names = [name for name, g in G.GATES.items() if not g.takes_data]
     c = tql.Circuit(n, max_fused_wires=rng.choice([2, 3, 4, 5]))

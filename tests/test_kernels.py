@@ -6,7 +6,7 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from torchquantum_layers.kernels.apply import (apply_controlled, apply_diagonal, apply_matrix,
-                                               apply_permutation)
+                                               apply_permutation, apply_two_level_unchecked)
 from torchquantum_layers.kernels.state import (basis_state, n_wires_of, random_state, resolve_dtype,
                                                zero_state)
 
@@ -154,6 +154,39 @@ def test_apply_matrix_gradcheck():
         u = oracle.random_unitary(d, rng) if batch is None else oracle.random_unitaries(batch, d, rng)
         u = T(u, torch.complex128).requires_grad_(True)
         assert torch.autograd.gradcheck(lambda s, m: apply_matrix(s, m, wires), (psi, u))
+
+
+# ---------------------------------------------------------------------------------------------
+# two-level blocks (Givens rotations): a 2 x 2 block on two local basis states, identity elsewhere
+@HYP
+@given(case=wire_cases(max_k=4), batched=st.booleans(), keep_rest=st.booleans())
+def test_two_level_against_dense(case, batched, keep_rest, dtype, device):
+    n, wires, seed = case
+    rng = np.random.default_rng(seed)
+    d = 2 ** len(wires)
+    if d < 2:
+        return
+    a, b = (int(v) for v in rng.choice(d, size=2, replace=False))
+    B = 3
+    blocks = rng.standard_normal((B, 2, 2)) + 1j * rng.standard_normal((B, 2, 2))
+    psi = oracle.random_state(n, rng, batch=B)
+    block = T(blocks if batched else blocks[0], dtype, device)
+    out = apply_two_level_unchecked(T(psi, dtype, device), block, (a, b), wires, n, keep_rest=keep_rest)
+    expect = []
+    for i in range(B):
+        full = np.eye(d, dtype=complex) if keep_rest else np.zeros((d, d), dtype=complex)
+        full[np.ix_([a, b], [a, b])] = blocks[i if batched else 0]
+        expect.append(oracle.apply_dense(psi[i:i + 1], full, wires, n)[0])
+    np.testing.assert_allclose(N(out), np.stack(expect), atol=10 * ATOL[dtype])
+
+
+def test_two_level_gradcheck():
+    rng = np.random.default_rng(4)
+    psi = T(oracle.random_state(4, rng, batch=2), torch.complex128).requires_grad_(True)
+    m = T(rng.standard_normal((2, 2, 2)) + 1j * rng.standard_normal((2, 2, 2)), torch.complex128)
+    m.requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda s, b: apply_two_level_unchecked(s, b, (3, 12), (2, 0, 3, 1), 4),
+                                    (psi, m))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -183,7 +183,7 @@ def assert_valid_gate(gate, n_wires=None, dtype=torch.complex128, atol=None, gen
         checked.append("batched parameters")
 
     # -- structure ------------------------------------------------------------------------------
-    if gate.kind not in ("dense", "diagonal", "permutation", "controlled"):
+    if gate.kind not in ("dense", "diagonal", "permutation", "controlled", "two-level"):
         _fail(gate, "kind", f"unknown kind {gate.kind!r}")
     if gate.kind == "diagonal":
         if gate.diag_fn is None:
@@ -204,6 +204,21 @@ def assert_valid_gate(gate, n_wires=None, dtype=torch.complex128, atol=None, gen
         pm[torch.arange(d), torch.tensor(perm)] = 1
         _close(gate, "permutation", mats[0], pm, atol, "matrix vs M[i, perm[i]] = 1: ")
         checked.append("permutation")
+    if gate.kind == "two-level":
+        lv = list(gate.levels)
+        if gate.block_fn is None or len(set(lv)) != 2 or not all(0 <= v < d for v in lv):
+            _fail(gate, "two-level", f"needs block_fn and two distinct levels in range({d}), got {gate.levels}")
+        rest = [i for i in range(d) if i not in lv]
+        for params, m in zip(samples, mats):
+            blk = gate.block_fn(params, dtype, device)
+            _close(gate, "two-level", m[lv][:, lv], blk, atol, "block_fn vs matrix on the levels: ")
+            _close(gate, "two-level", m[rest][:, rest], torch.eye(len(rest), dtype=dtype, device=device),
+                   atol, "matrix outside the levels vs identity: ")
+            _close(gate, "two-level", m[rest][:, lv], torch.zeros(len(rest), 2, dtype=dtype, device=device),
+                   atol, "coupling of the levels to the rest: ")
+            _close(gate, "two-level", m[lv][:, rest], torch.zeros(2, len(rest), dtype=dtype, device=device),
+                   atol, "coupling of the rest to the levels: ")
+        checked.append("two-level")
     if gate.kind == "controlled" or gate.n_controls:
         c = gate.n_controls
         if c < 1 or gate.target is None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .kernels.apply import apply_matrix_unchecked, kron, reorder_matrix
+from .kernels.apply import apply_matrix_unchecked, kron, permute_span, reorder_matrix
 
 # Measured on the 2-core CPU (benchmarks/kernels.py, benchmarks/layers.py): see RESULTS.md.
 DEFAULT_MAX_FUSED_WIRES = 4
@@ -71,6 +71,12 @@ def _fuse(ops, k):
     blocks: list[Step] = []
     frontier: dict[int, int] = {}
     for op in ops:
+        if op.gate.kind == "two-level":
+            # touching 2 of 2^k local states beats any dense block holding it: a barrier on its wires
+            blocks.append(Step("single", tuple(sorted(op.wires)), [op]))
+            for w in op.wires:
+                frontier[w] = len(blocks) - 1
+            continue
         kind = "perm" if op.gate.kind == "permutation" else "dense"
         limit = MAX_PERMUTATION_SPAN if kind == "perm" else k
         f = max((frontier.get(w, -1) for w in op.wires), default=-1)
@@ -289,35 +295,10 @@ def perm_index(step, device, inverse=False):
     return step.index_cache[key]
 
 
-def gather_amplitudes(state, idx, lo, hi, n):
-    """new[..., i, ...] = old[..., idx[i], ...] on the span of wires lo..hi."""
-    B = state.shape[0]
-    L, R = 2 ** lo, 2 ** (n - hi - 1)
-    if R == 1:
-        return state.reshape(B * L, idx.shape[0]).index_select(1, idx).reshape(B, -1)
-    return state.reshape(B * L, idx.shape[0], R).index_select(1, idx).reshape(B, -1)
-
-
-class _Gather(torch.autograd.Function):
-    """Permutation of amplitudes whose backward is the inverse permutation (a gather, not the
-    scatter-add torch would use for index_select)."""
-
-    @staticmethod
-    def forward(ctx, state, idx, inv, lo, hi, n):
-        ctx.inv, ctx.lo, ctx.hi, ctx.n = inv, lo, hi, n
-        return gather_amplitudes(state, idx, lo, hi, n)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return gather_amplitudes(grad, ctx.inv, ctx.lo, ctx.hi, ctx.n), None, None, None, None, None
-
-
 def apply_perm_step(step, state, n, inverse=False):
-    idx = perm_index(step, state.device, inverse)
     lo, hi = step.wires[0], step.wires[-1]
-    if state.requires_grad and torch.is_grad_enabled():
-        return _Gather.apply(state, idx, perm_index(step, state.device, not inverse), lo, hi, n)
-    return gather_amplitudes(state, idx, lo, hi, n)
+    return permute_span(state, perm_index(step, state.device, inverse),
+                        perm_index(step, state.device, not inverse), lo, hi, n)
 
 
 def apply_single(circuit, op, state, x, weights, inverse=False):

@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from .kernels.apply import (apply_controlled_unchecked, apply_diagonal_unchecked,
-                            apply_matrix_unchecked, apply_permutation_unchecked)
+                            apply_matrix_unchecked, apply_permutation_unchecked,
+                            apply_two_level_unchecked)
 from .kernels.state import COMPLEX_OF
 
 UNITARY_ATOL = {torch.complex64: 1e-5, torch.complex128: 1e-10}
@@ -28,9 +29,11 @@ class Gate:
     n_wires: Optional[int]                 # None: any number >= min_wires
     n_params: int
     matrix_fn: Callable                    # (params, n_wires, dtype, data) -> (..., d, d)
-    kind: str = "dense"                    # "dense" | "diagonal" | "permutation" | "controlled"
+    kind: str = "dense"                    # "dense" | "diagonal" | "permutation" | "controlled" | "two-level"
     diag_fn: Optional[Callable] = None     # (params, n_wires, dtype, data) -> (..., d)
     perm_fn: Optional[Callable] = None     # n_wires -> tuple: new[i] = old[perm[i]]
+    block_fn: Optional[Callable] = None    # two-level: (params, dtype, device) -> (..., 2, 2) on ``levels``
+    levels: tuple = ()                     # two-level: the two local basis states the block mixes
     generator_fn: Optional[Callable] = None  # n_wires -> numpy G with U(θ) = exp(-iθG)
     spectra: tuple = ()                    # per parameter: eigenvalues of its effective generator
     self_inverse: bool = False
@@ -70,10 +73,19 @@ class Gate:
         return tuple(gaps)
 
     # -- application ------------------------------------------------------------------------
-    def apply(self, state, params, wires, n, data=None, adjoint=False):
-        """Apply to ``wires`` of a (B, 2**n) state; params are real tensors (shape () or (B,))."""
+    def apply(self, state, params, wires, n, data=None, adjoint=False, conj=False):
+        """Apply to ``wires`` of a (B, 2**n) state; params are real tensors (shape () or (B,)).
+
+        ``conj`` applies the complex conjugate of the operator (U* or U^T with ``adjoint``): the
+        density-matrix simulator's right factor.
+        """
         dtype, device = state.dtype, state.device
         k = len(wires)
+
+        def prepared(m, square=True):
+            if adjoint:
+                m = m.conj().transpose(-1, -2) if square else m.conj()
+            return m.conj() if conj else m
         if self.kind == "permutation":
             perm = self.perm_fn(k)
             if adjoint:
@@ -81,16 +93,15 @@ class Gate:
             return apply_permutation_unchecked(state, perm, wires, n)
         if self.kind == "diagonal":
             diag = self.diag_fn(params, k, dtype, data, device)
-            return apply_diagonal_unchecked(state, diag.conj() if adjoint else diag, wires, n)
+            return apply_diagonal_unchecked(state, prepared(diag, square=False), wires, n)
+        if self.kind == "two-level":
+            block = prepared(self.block_fn(params, dtype, device))
+            return apply_two_level_unchecked(state, block, self.levels, wires, n)
         if self.kind == "controlled":
             c = self.n_controls
-            m = self.target.matrix_fn(params, k - c, dtype, data, device)
-            if adjoint:
-                m = m.conj().transpose(-1, -2)
+            m = prepared(self.target.matrix_fn(params, k - c, dtype, data, device))
             return apply_controlled_unchecked(state, m, tuple(wires[:c]), tuple(wires[c:]), n)
-        m = self.matrix_fn(params, k, dtype, data, device)
-        if adjoint:
-            m = m.conj().transpose(-1, -2)
+        m = prepared(self.matrix_fn(params, k, dtype, data, device))
         return apply_matrix_unchecked(state, m, wires, n)
 
 
@@ -268,6 +279,12 @@ def _givens(p, k, dtype, data, device, a, b):
     return fixed + c * cos_part + s * sin_part
 
 
+def _givens_block(p, dtype, device):
+    c = torch.cos(p[0] / 2).to(dtype)
+    s = torch.sin(p[0] / 2).to(dtype)
+    return _m2(c, -s, s, c)
+
+
 def _single_excitation(p, k, dtype, data, device):
     return _givens(p, k, dtype, data, device, 1, 2)
 
@@ -362,6 +379,10 @@ def controlled(gate: Gate, n_controls: int = 1, name: Optional[str] = None) -> G
             off = 2 ** k - 2 ** kt
             return tuple(range(off)) + tuple(off + t for t in tp)
         return Gate(name, matrix_fn=_perm_to_matrix(perm_fn), kind="permutation", perm_fn=perm_fn, **common)
+    if base.kind == "two-level":
+        off = 2 ** k - 2 ** kt
+        return Gate(name, matrix_fn=matrix_fn, kind="two-level", block_fn=base.block_fn,
+                    levels=tuple(off + lv for lv in base.levels), **common)
     return Gate(name, matrix_fn=matrix_fn, kind="controlled", **common)
 
 
@@ -412,7 +433,8 @@ RZZ = _diag_gate("RZZ", 2, 1, _multirz_diag, generator_fn=lambda k: _kron_np(_pa
                  spectra=(HALF,), param_names=("theta",))
 RZX = Gate("RZX", 2, 1, _rzx, generator_fn=lambda k: _kron_np(_pauli("Z"), _pauli("X")) / 2,
            spectra=(HALF,), param_names=("theta",))
-SINGLE_EXCITATION = Gate("SINGLEEXCITATION", 2, 1, _single_excitation,
+SINGLE_EXCITATION = Gate("SINGLEEXCITATION", 2, 1, _single_excitation, kind="two-level",
+                         block_fn=_givens_block, levels=(1, 2),
                          generator_fn=lambda k: _givens_generator(4, 1, 2), spectra=(GIVENS_SPEC,),
                          param_names=("theta",), doc="Givens rotation of |01>, |10> (PennyLane convention)")
 TOFFOLI = controlled(X, 2, "TOFFOLI")
@@ -425,7 +447,8 @@ MULTICONTROLLEDX = _perm_gate("MULTICONTROLLEDX", None, _mcx_perm, min_wires=2,
                               doc="X on the last wire, controlled by all the others")
 QUBIT_UNITARY = Gate("QUBITUNITARY", None, 0, _qubit_unitary, takes_data=True)
 DIAGONAL_UNITARY = _diag_gate("DIAGONALUNITARY", None, 0, _diagonal_unitary, takes_data=True)
-DOUBLE_EXCITATION = Gate("DOUBLEEXCITATION", 4, 1, _double_excitation,
+DOUBLE_EXCITATION = Gate("DOUBLEEXCITATION", 4, 1, _double_excitation, kind="two-level",
+                         block_fn=_givens_block, levels=(3, 12),
                          generator_fn=lambda k: _givens_generator(16, 3, 12), spectra=(GIVENS_SPEC,),
                          param_names=("theta",), doc="Givens rotation of |0011>, |1100> (PennyLane convention)")
 

@@ -17,27 +17,36 @@ import torch
 
 from ..circuit import Input, Param
 from ..engine import apply_perm_step, build_plan, run_circuit, single_wire_tables, step_matrix
-from ..kernels.apply import apply_diagonal_unchecked, apply_matrix_unchecked
+from ..kernels.apply import (_level_positions, apply_diagonal_unchecked, apply_matrix_unchecked,
+                             apply_two_level_unchecked)
 
 _GEN_CACHE: dict = {}
 _BLOCKS_PER_BACKWARD = 64
 
 
 def _generator_tensor(gate, k, dtype, device):
+    """("diagonal" | "two-level" | "dense", operand) for the gate's generator."""
     key = (gate.name, k, dtype, str(device))
     if key not in _GEN_CACHE:
         g = gate.generator(k)
-        diag = np.allclose(g, np.diag(np.diag(g)))
-        t = torch.as_tensor(np.array(np.diag(g) if diag else g), dtype=dtype, device=device)
-        _GEN_CACHE[key] = (diag, t)
+        if gate.kind == "two-level":
+            # a two-level gate's generator vanishes outside its pair of levels
+            form, op = "two-level", g[np.ix_(gate.levels, gate.levels)]
+        elif np.allclose(g, np.diag(np.diag(g))):
+            form, op = "diagonal", np.diag(g)
+        else:
+            form, op = "dense", g
+        _GEN_CACHE[key] = (form, torch.as_tensor(np.array(op), dtype=dtype, device=device))
     return _GEN_CACHE[key]
 
 
 def apply_generator(gate, state, wires, n):
     """G ψ for the gate's generator on ``wires``."""
-    diag, g = _generator_tensor(gate, len(wires), state.dtype, state.device)
-    if diag:
+    form, g = _generator_tensor(gate, len(wires), state.dtype, state.device)
+    if form == "diagonal":
         return apply_diagonal_unchecked(state, g, wires, n)
+    if form == "two-level":
+        return apply_two_level_unchecked(state, g, gate.levels, wires, n, keep_rest=False)
     return apply_matrix_unchecked(state, g, wires, n)
 
 
@@ -94,6 +103,35 @@ def outer_on_wires(lam, psi, wires, n, per_sample):
     return g if per_sample else g.sum(0)
 
 
+def _two_level_backward(circuit, op, psi, lam, x, weights, n, need_w, need_x, grad_w, grad_x):
+    """Un-compute ψ and λ through a two-level gate touching only its pair of levels.
+
+    The gate's generator vanishes outside the pair, so ⟨λ| -iG ψ⟩ needs only the gathered
+    pair amplitudes too: one gather of each state, three 2 x 2 products, two scatters.
+    """
+    gate = op.gate
+    angles = circuit.angle_values(op, x, weights)
+    B = psi.shape[0]
+    idx = _level_positions(tuple(gate.levels), tuple(op.wires), n, str(psi.device))
+    p_psi = psi.index_select(1, idx).reshape(B, 2, -1)
+    p_lam = lam.index_select(1, idx).reshape(B, 2, -1)
+    wants = [(isinstance(a, Param) and need_w) or (isinstance(a, Input) and need_x) for a in op.angles]
+    if any(wants):
+        _, g = _generator_tensor(gate, len(op.wires), psi.dtype, psi.device)
+        mu = torch.matmul(g, p_psi) * (1j if op.adjoint else -1j)
+        d = 2 * (p_lam.conj() * mu).real.sum((1, 2))
+        a = op.angles[0]
+        if isinstance(a, Param):
+            grad_w[a.index] += a.scale * d.sum()
+        else:
+            grad_x[:, a.column] += a.scale * d
+    block = gate.block_fn(angles, psi.dtype, psi.device)
+    undo = block if op.adjoint else block.conj().transpose(-1, -2)
+    psi = psi.index_copy(1, idx, torch.matmul(undo, p_psi).reshape(B, -1))
+    lam = lam.index_copy(1, idx, torch.matmul(undo, p_lam).reshape(B, -1))
+    return psi, lam
+
+
 class AdjointExpval(torch.autograd.Function):
     """Expectations of ``observables`` after ``circuit``; gradients by the adjoint method.
 
@@ -143,6 +181,11 @@ class AdjointExpval(torch.autograd.Function):
             if step.kind == "perm":
                 psi = apply_perm_step(step, psi, n, inverse=True)
                 lam = apply_perm_step(step, lam, n, inverse=True)
+                continue
+            if step.kind == "single" and step.ops[0].gate.kind == "two-level":
+                with torch.no_grad():
+                    psi, lam = _two_level_backward(circuit, step.ops[0], psi, lam, x, weights, n,
+                                                   need_w, need_x, grad_w, grad_x)
                 continue
             if step.kind == "single":
                 op = step.ops[0]

@@ -18,10 +18,10 @@ from typing import Optional
 import numpy as np
 import torch
 
-from ..engine import (DEFAULT_MAX_FUSED_WIRES, _fuse, _Gather, _tabulate, build_plan, gather_amplitudes,
-                      perm_index, single_wire_tables, step_matrix)
+from ..engine import (DEFAULT_MAX_FUSED_WIRES, _fuse, _tabulate, build_plan, perm_index, single_wire_tables,
+                      step_matrix)
 from ..kernels.apply import (apply_controlled_unchecked, apply_diagonal_unchecked, apply_matrix_unchecked,
-                             apply_permutation_unchecked, check_wires)
+                             apply_permutation_unchecked, check_wires, permute_span)
 from ..functional import prepare_gate_call
 from ..kernels.state import REAL_OF
 from ..measure import _wires, marginal
@@ -36,26 +36,8 @@ DIFF_METHODS = ("backprop", "parameter-shift")
 # ------------------------------------------------------------------------------------------------
 # one gate
 def _apply_conj(gate, v, params, wires, n2, data, adjoint):
-    """conj(U) (or conj(U†)) of ``gate`` on ``wires`` of a (B, 2**n2) vector: Gate.apply's dispatch
-    with conjugated operands (the gate's own matrix / diagonal / permutation functions)."""
-    dtype, device = v.dtype, v.device
-    k = len(wires)
-    if gate.kind == "permutation":
-        perm = gate.perm_fn(k)
-        if adjoint:
-            perm = tuple(np.argsort(perm).tolist())
-        return apply_permutation_unchecked(v, perm, wires, n2)
-    if gate.kind == "diagonal":
-        diag = gate.diag_fn(params, k, dtype, data, device)
-        return apply_diagonal_unchecked(v, diag if adjoint else diag.conj(), wires, n2)
-    if gate.kind == "controlled":
-        c = gate.n_controls
-        m = gate.target.matrix_fn(params, k - c, dtype, data, device)
-        m = m.transpose(-1, -2) if adjoint else m.conj()
-        return apply_controlled_unchecked(v, m, tuple(wires[:c]), tuple(wires[c:]), n2)
-    m = gate.matrix_fn(params, k, dtype, data, device)
-    m = m.transpose(-1, -2) if adjoint else m.conj()
-    return apply_matrix_unchecked(v, m, wires, n2)
+    """conj(U) (or conj(U†)) of ``gate`` on ``wires`` of a (B, 2**n2) vector."""
+    return gate.apply(v, params, wires, n2, data, adjoint, conj=True)
 
 
 def _apply_op_vec(gate, v, params, wires, n, data=None, adjoint=False):
@@ -96,12 +78,6 @@ def apply_gate(rho, gate, *params, wires, matrix=None, adjoint: bool = False) ->
 
 # ------------------------------------------------------------------------------------------------
 # circuits
-def _gather(v, idx, inv, lo, hi, n2):
-    if v.requires_grad and torch.is_grad_enabled():
-        return _Gather.apply(v, idx, inv, lo, hi, n2)
-    return gather_amplitudes(v, idx, lo, hi, n2)
-
-
 def _run_plan(circuit, plan, v, x, weights, n):
     """Walk one fused plan of the engine on the (B, 4**n) vector view of ρ."""
     tables = single_wire_tables(circuit, plan, x, weights)
@@ -115,8 +91,8 @@ def _run_plan(circuit, plan, v, x, weights, n):
             idx = perm_index(step, v.device)
             inv = perm_index(step, v.device, inverse=True)
             lo, hi = step.wires[0], step.wires[-1]
-            v = _gather(v, idx, inv, lo, hi, n2)
-            v = _gather(v, idx, inv, lo + n, hi + n, n2)
+            v = permute_span(v, idx, inv, lo, hi, n2)
+            v = permute_span(v, idx, inv, lo + n, hi + n, n2)
         else:
             m = step_matrix(circuit, step, x, weights, tables)
             v = apply_matrix_unchecked(v, m, step.wires, n2)

@@ -319,3 +319,25 @@ def test_bad_input():
         circuit_expval(c, PauliString("Z2"))
     with pytest.raises(TypeError, match="observable"):
         circuit_expval(c, [PauliString("Z0"), 3])
+
+
+def test_auto_diff_method_picks_backprop_until_memory_runs_out(monkeypatch):
+    import torchquantum_layers.grad as tgrad
+    c = tql.templates.hardware_efficient(tql.Circuit(3), n_layers=2).double()
+    H = Hamiltonian.from_string("0.5*Z0 Z1 - 0.3*X2")
+    assert tgrad.resolve_diff_method("auto", c, batch=4) == "backprop"
+    assert tgrad.resolve_diff_method("auto", c, batch=4, shots=100) == "parameter-shift"
+    assert tgrad.resolve_diff_method("adjoint", c) == "adjoint"
+    kept = 4 * 2 ** 3 * 16 * (len(tql.engine.build_plan(c).steps) + 1)
+    monkeypatch.setattr(tgrad, "AUTO_BACKPROP_BYTES", kept - 1)
+    assert tgrad.resolve_diff_method("auto", c, batch=4) == "adjoint"
+    # the choice changes nothing a user sees: values and gradients agree with backprop
+    x = tql.random_state(3, 4, dtype=torch.complex128)
+    c.zero_grad()
+    tql.expval(c, H, state=x, diff_method="auto").sum().backward()
+    g_auto = c.weights.grad.clone()
+    c.zero_grad()
+    tql.expval(c, H, state=x, diff_method="backprop").sum().backward()
+    assert torch.allclose(g_auto, c.weights.grad, atol=1e-10)
+    with pytest.raises(ValueError, match="diff_method must be one of"):
+        tql.expval(c, H, diff_method="fast")

@@ -283,8 +283,13 @@ class Circuit(nn.Module):
         return draw_text(self)
 
     def draw(self, style: str = "text", **kwargs):
+        """``"text"``: the drawing ``print(circuit)`` shows (a str). ``"mpl"``: a matplotlib Figure
+        (the ``plot`` extra) with the same columns; keywords ``path=`` (save a PNG), ``ax=``,
+        ``show_values=`` (print trainable angles' values), see :func:`.drawing.draw_mpl`."""
         from .drawing import draw_text
         if style == "text":
+            if kwargs:
+                raise TypeError(f"draw('text') takes no keyword arguments, got {', '.join(kwargs)}")
             return draw_text(self)
         if style == "mpl":
             from .drawing import draw_mpl
@@ -377,6 +382,18 @@ class Circuit(nn.Module):
                              f"limit is 12")
         eye = torch.eye(2 ** self.n_wires, dtype=self.dtype, device=self.device)
         return self(state=eye).transpose(0, 1)
+
+    # -- OpenQASM 2.0 (torchquantum_layers.qasm; imported late, as it imports this module) -----
+    @classmethod
+    def from_qasm(cls, source, **kwargs) -> "Circuit":
+        """A circuit from OpenQASM 2.0 text or a file path; q[0] of the first qreg is wire 0."""
+        from .qasm import from_qasm
+        return from_qasm(source, **kwargs)
+
+    def to_qasm(self, *, bind: bool = True, measure: bool = False) -> str:
+        """OpenQASM 2.0 text on ``qreg q[n]``; trainable angles are written as their current values."""
+        from .qasm import to_qasm
+        return to_qasm(self, bind=bind, measure=measure)
 
 
 def _is_density_input(state) -> bool:

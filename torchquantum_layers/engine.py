@@ -154,8 +154,16 @@ def _tabulate(steps) -> Plan:
             seqs[op.wires[0]].append(offset[id(g)] + i)
             batched_block |= g.batched
         P = max(len(s) for s in seqs.values())
-        idx = [s + [identity] * (P - len(s)) for s in (seqs[w] for w in step.wires)]
-        step.grid = (batched_block, torch.tensor(idx), len(step.wires), P)
+        idx = torch.tensor([s + [identity] * (P - len(s)) for s in (seqs[w] for w in step.wires)])
+        if batched_block:
+            # two tables: shared ops index the shared one (identity at n_shared), per-sample ops the
+            # batched one (identity at n_batched); the mask says which one a slot reads
+            from_batched = (idx >= n_shared) & (idx < identity)
+            shared_idx = torch.where(idx < n_shared, idx, n_shared)
+            batched_idx = torch.where(from_batched, idx - n_shared, n_batched)
+            step.grid = (True, (shared_idx, batched_idx, from_batched), len(step.wires), P)
+        else:
+            step.grid = (False, idx.clamp(max=n_shared), len(step.wires), P)
     return Plan(steps, list(shared + batched), n_shared, n_batched)
 
 
@@ -179,9 +187,10 @@ def _group_angles(group, weights, x, real, device):
 
 
 def single_wire_tables(circuit, plan, x, weights):
-    """(shared (Ms+1, 2, 2), batched (B, Ms+Mb+1, 2, 2) or None): every single-wire op's matrix.
+    """(shared (Ms+1, 2, 2), batched (B, Mb+1, 2, 2) or None): every single-wire op's matrix.
 
-    The last entry of each table is the identity (padding for wires with fewer ops).
+    The last entry of each table is the identity (padding for wires with fewer ops). Shared ops
+    are not copied into the batched table: that copy grew with depth times batch.
     """
     if not plan.groups:
         return None, None
@@ -201,8 +210,7 @@ def single_wire_tables(circuit, plan, x, weights):
     batched_t = None
     if batched:
         B = batched[0].shape[0]
-        head = shared_t[:-1].expand(B, -1, 2, 2) if shared else shared_t[:0].expand(B, 0, 2, 2)
-        batched_t = torch.cat([head, *batched, eye.expand(B, 1, 2, 2)], dim=1)
+        batched_t = torch.cat([*batched, eye.expand(B, 1, 2, 2)], dim=1)
     return shared_t, batched_t
 
 
@@ -210,11 +218,11 @@ def _grid_matrix(step, tables):
     batched, idx, W, P = step.grid
     shared_t, batched_t = tables
     if batched:
-        # identity sits at the end of each table, shared ops first: remap padding
-        grid = batched_t[:, idx.to(batched_t.device)]         # (B, W, P, 2, 2)
+        shared_idx, batched_idx, from_batched = (t.to(batched_t.device) for t in idx)
+        grid = torch.where(from_batched[..., None, None], batched_t[:, batched_idx],
+                           shared_t[shared_idx])             # (B, W, P, 2, 2)
     else:
-        i = idx.to(shared_t.device).clamp(max=shared_t.shape[0] - 1)
-        grid = shared_t[i]                                    # (W, P, 2, 2)
+        grid = shared_t[idx.to(shared_t.device)]              # (W, P, 2, 2)
     m = grid[..., 0, :, :]
     for s in range(1, P):
         m = grid[..., s, :, :] @ m

@@ -6,6 +6,10 @@ values and the same gradients whichever method is chosen:
 * ``"backprop"``: plain autograd through the (fused) kernels; supports higher derivatives.
 * ``"adjoint"``: :class:`AdjointExpval`; memory flat in depth.
 * ``"parameter-shift"``: :class:`ParameterShiftExpval`; the only one valid with ``shots``.
+* ``"auto"``: backprop while the states autograd keeps fit in :data:`AUTO_BACKPROP_BYTES`, adjoint
+  beyond (measured on the 2-core CPU: backprop is the faster of the two wherever it fits, e.g.
+  LiH UCCSD 41 ms vs 51 ms per energy + gradient; adjoint keeps a few states whatever the depth);
+  parameter-shift with ``shots``.
 """
 from __future__ import annotations
 
@@ -15,6 +19,9 @@ from .adjoint import AdjointExpval
 from .parameter_shift import ParameterShiftExpval, shift_rule
 
 DIFF_METHODS = ("backprop", "adjoint", "parameter-shift")
+AUTO = "auto"
+AUTO_BACKPROP_BYTES = 2 * 2 ** 30
+"""``diff_method="auto"`` switches from backprop to adjoint when backprop would keep more than this."""
 
 
 def _observable_list(observables):
@@ -39,9 +46,24 @@ def _coerce(o):
 
 
 def check_diff_method(diff_method: str) -> str:
-    if diff_method not in DIFF_METHODS:
-        raise ValueError(f"diff_method must be one of {DIFF_METHODS}, got {diff_method!r}")
+    if diff_method not in DIFF_METHODS + (AUTO,):
+        raise ValueError(f"diff_method must be one of {DIFF_METHODS + (AUTO,)}, got {diff_method!r}")
     return diff_method
+
+
+def resolve_diff_method(diff_method: str, circuit, batch: int = 1, shots=None, density: bool = False) -> str:
+    """The method ``"auto"`` stands for on this circuit and batch; other names pass through."""
+    if diff_method != AUTO:
+        return diff_method
+    if shots is not None:
+        return "parameter-shift"
+    if density:
+        return "backprop"
+    from ..engine import build_plan
+    itemsize = torch.empty((), dtype=circuit.dtype).element_size()
+    # autograd keeps about one state per fused step (its input) plus the output
+    kept = batch * 2 ** circuit.n_wires * itemsize * (len(build_plan(circuit).steps) + 1)
+    return "backprop" if kept <= AUTO_BACKPROP_BYTES else "adjoint"
 
 
 def circuit_expval(circuit, observables, x=None, state=None, diff_method="backprop", shots=None,
@@ -54,6 +76,10 @@ def circuit_expval(circuit, observables, x=None, state=None, diff_method="backpr
     from ..engine import run_circuit
     from ..observables import expectation
     check_diff_method(diff_method)
+    if diff_method == AUTO:
+        batch = max(x.shape[0] if isinstance(x, torch.Tensor) and x.dim() == 2 else 1,
+                    state.shape[0] if isinstance(state, torch.Tensor) and state.dim() >= 2 else 1)
+        diff_method = resolve_diff_method(diff_method, circuit, batch, shots, _is_density_input(state))
     if _is_density_input(state):
         from ..mixed import expval as mixed_expval
         return mixed_expval(circuit, observables, x=x, state=state, diff_method=diff_method,
@@ -121,7 +147,8 @@ def quantum_fisher(circuit, x=None, state=None):
 
 
 __all__ = ["expval", "circuit_expval", "hessian", "quantum_fisher", "AdjointExpval", "ParameterShiftExpval",
-           "shift_rule", "DIFF_METHODS", "check_diff_method"]
+           "shift_rule", "DIFF_METHODS", "AUTO", "AUTO_BACKPROP_BYTES", "check_diff_method",
+           "resolve_diff_method"]
 
 
 def expval(target, observables, x=None, state=None, diff_method="backprop", shots=None, generator=None,

@@ -1,0 +1,787 @@
+"""OpenQASM 2.0 in and out: :func:`from_qasm` (``Circuit.from_qasm``) and :func:`to_qasm`
+(``circuit.to_qasm()``).
+
+Reading
+    ``OPENQASM 2.0;`` (optional; another version is an error), ``include "qelib1.inc";`` (its gates
+    are built in; any other include is an error), ``qreg``/``creg``, ``//`` and ``/* */`` comments,
+    whitespace and newlines anywhere. Several ``qreg``s become wires in declaration order
+    (``qreg a[2]; qreg b[1];``: a[0] → wire 0, a[1] → wire 1, b[0] → wire 2). Wire 0 is the most
+    significant bit of the basis index here, so q[0] is the leftmost bit of |q0 q1 …⟩; Qiskit prints
+    states little-endian, convert with ``tql.to_qiskit_order`` / ``tql.from_qiskit_order``.
+
+    Every gate of Qiskit's qelib1.inc is known (the original 2.0 set plus u, p, sx, sxdg, swap,
+    cswap, crx, cry, cp, csx, cu, rxx, rzz, rccx, rc3x, c3x, c3sqrtx, c4x, u0), with the matrices
+    of Qiskit's gate classes. Gate calls broadcast over whole registers (``h q;``, ``cx a, b;``),
+    ``gate`` definitions are expanded inline (nested too), parameters are expressions in ``pi``,
+    numbers, ``+ - * / ^``, unary minus, parentheses, sin cos tan exp ln sqrt, evaluated by a small
+    recursive-descent evaluator (never ``eval``).
+
+    What a state-vector circuit cannot represent: ``measure`` is dropped (the circuit returns the
+    state before measurement), but a gate on a qubit after it was measured is an error, as the
+    result would depend on the outcome; ``barrier`` is dropped; ``reset`` is accepted on a qubit that
+    nothing has touched yet (it is still |0⟩) and is an error anywhere else; ``if`` is an error;
+    ``opaque`` declarations are accepted and applying an opaque gate is an error.
+
+    Every error is a ValueError ``from_qasm: line N: <what> in `<statement>```.
+
+Writing
+    :func:`to_qasm` writes ``qreg q[n]`` (q[i] is wire i) and one gate of Qiskit's qelib1.inc per
+    table gate (p, cp, sx, swap, cswap, crx, cry, rxx, rzz, csx, c3x, c4x, c3sqrtx are in Qiskit's copy
+    but not in the 2.0 paper's; ``qiskit.qasm2.loads`` reads them with
+    ``custom_instructions=qiskit.qasm2.LEGACY_CUSTOM_INSTRUCTIONS``);
+    ROT, CROT, ISWAP, RYY, RZX, SINGLEEXCITATION, MULTIRZ and CCZ are written as exact qelib1
+    decompositions; QUBITUNITARY, DIAGONALUNITARY, DOUBLEEXCITATION and other controlled gates
+    raise a ValueError naming the gate. Trainable angles are written as their current values
+    (``bind=True``, the default; ``bind=False`` raises instead); input angles always raise, as
+    OpenQASM 2.0 has no per-sample angles. Angles print as multiples of pi where that reads back to
+    the same float, else with ``repr`` (exact round trip).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+import os
+import pathlib
+import re
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from . import gates as G
+from .circuit import Circuit, Input, Param
+
+__all__ = ["from_qasm", "to_qasm"]
+
+# =============================================================================================
+# tokens
+_TOKEN = re.compile(r"""
+    (?P<space>\s+)
+  | (?P<comment>//[^\n]*|/\*.*?\*/)
+  | (?P<open_comment>/\*)
+  | (?P<real>(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)
+  | (?P<int>\d+)
+  | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<string>"[^"\n]*")
+  | (?P<sym>->|==|[-+*/^(){}\[\];,])
+""", re.VERBOSE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str      # real | int | id | string | sym | eof
+    text: str
+    start: int
+    line: int
+
+
+# =============================================================================================
+# parameter expressions: parsed to a tiny tree, evaluated without eval()
+_FUNCS = {"sin": math.sin, "cos": math.cos, "tan": math.tan, "exp": math.exp, "ln": math.log,
+          "sqrt": math.sqrt}
+
+
+class _EvalError(Exception):
+    pass
+
+
+def _evaluate(node, env) -> float:
+    kind = node[0]
+    if kind == "num":
+        return node[1]
+    if kind == "var":
+        return env[node[1]]
+    if kind == "neg":
+        return -_evaluate(node[1], env)
+    try:
+        if kind == "call":
+            x = _evaluate(node[2], env)
+            if node[1] == "ln" and x <= 0:
+                raise _EvalError(f"ln({x!r}) is undefined")
+            if node[1] == "sqrt" and x < 0:
+                raise _EvalError(f"sqrt({x!r}) is undefined")
+            return _FUNCS[node[1]](x)
+        a, b = _evaluate(node[2], env), _evaluate(node[3], env)
+        op = node[1]
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if op == "/":
+            if b == 0:
+                raise _EvalError("division by zero")
+            return a / b
+        return math.pow(a, b)   # math.pow raises on (-8)^(1/3) where ** would return a complex
+    except (OverflowError, ValueError) as exc:
+        raise _EvalError(str(exc)) from None
+
+
+# =============================================================================================
+# gates the parser knows
+@dataclass(frozen=True)
+class _Builtin:
+    """A qelib1 gate realised by table gates: ``emit(values)`` -> ((Gate, local wires, angles), ...)."""
+    n_params: int
+    n_qubits: int
+    emit: object
+
+
+@dataclass(frozen=True)
+class _Opaque:
+    n_params: int
+    n_qubits: int
+
+
+@dataclass(frozen=True)
+class _Call:
+    target: object           # _Builtin | _GateDef | _Opaque; None for a barrier
+    name: str
+    exprs: tuple
+    args: tuple              # names of the enclosing gate's qubit arguments
+
+
+@dataclass(frozen=True)
+class _GateDef:
+    name: str
+    params: tuple
+    qubits: tuple
+    body: tuple
+    line: int
+
+    @property
+    def n_params(self):
+        return len(self.params)
+
+    @property
+    def n_qubits(self):
+        return len(self.qubits)
+
+
+def _same(gate: G.Gate, n_qubits: Optional[int] = None) -> _Builtin:
+    k = gate.n_wires if n_qubits is None else n_qubits
+    local = tuple(range(k))
+    return _Builtin(gate.n_params, k, lambda v: ((gate, local, v),))
+
+
+_CSX = G.controlled(G.SX, 1, "CSX")
+_C3SX = G.controlled(G.SX, 3, "C3SQRTX")
+
+# qelib1.inc builds every gate from OpenQASM's U(θ,φ,λ) = RZ(φ) RY(θ) RZ(λ), which is
+# e^{-i(φ+λ)/2} times the table's U3; like Qiskit, U, u3, u2, u1, u, p are read as U3, U2, P (so
+# u1(λ) = P(λ), which is e^{iλ/2} RZ(λ) and differs from qelib1's literal u1 by a global phase).
+# qelib1's bodies make rz(φ) = u1(φ) = e^{iφ/2} RZ(φ), sx = RX(π/2) = e^{-iπ/4} SX, sxdg its
+# conjugate e^{iπ/4} SXDG, rzz(θ) = e^{iθ/2} RZZ(θ), rxx(θ) = e^{-iθ/2} RXX(θ) and ch = e^{iπ/4} CH;
+# each is read as the table gate, as in Qiskit, a global phase away. No qelib1 gate differs from
+# its table gate by a relative phase: the controlled ones (cu1, cp, crx, cry, crz, cu3, cu, csx,
+# cy, cz, ccx, cswap, c3x, c3sqrtx, c4x) equal the table's controlled matrices exactly.
+# tests/test_qasm.py checks all of this against qelib1's bodies.
+_BUILTINS = {
+    "U": _same(G.U3), "CX": _same(G.CNOT),
+    "u3": _same(G.U3), "u2": _same(G.U2), "u1": _same(G.P), "u": _same(G.U3), "p": _same(G.P),
+    "cx": _same(G.CNOT), "id": _same(G.I), "x": _same(G.X), "y": _same(G.Y), "z": _same(G.Z),
+    "h": _same(G.H), "s": _same(G.S), "sdg": _same(G.SDG), "t": _same(G.T), "tdg": _same(G.TDG),
+    "sx": _same(G.SX), "sxdg": _same(G.SXDG), "rx": _same(G.RX), "ry": _same(G.RY),
+    "rz": _same(G.RZ), "cz": _same(G.CZ), "cy": _same(G.CY), "ch": _same(G.CH),
+    "swap": _same(G.SWAP), "ccx": _same(G.TOFFOLI), "cswap": _same(G.CSWAP), "crx": _same(G.CRX),
+    "cry": _same(G.CRY), "crz": _same(G.CRZ), "cu1": _same(G.CP), "cp": _same(G.CP),
+    "cu3": _same(G.CU3), "csx": _same(_CSX), "rxx": _same(G.RXX), "rzz": _same(G.RZZ),
+    "c3x": _same(G.MULTICONTROLLEDX, 4), "c4x": _same(G.MULTICONTROLLEDX, 5),
+    "c3sqrtx": _same(_C3SX),
+}
+
+# qelib1 gates with no single table gate, in qelib1's own words (u0 is an idle of length γ;
+# cu(θ,φ,λ,γ) is the controlled e^{iγ} U3, i.e. a phase on the control and a CU3).
+_PRELUDE = """
+gate u0(gamma) q { id q; }
+gate cu(theta,phi,lambda,gamma) c,t { p(gamma) c; cu3(theta,phi,lambda) c,t; }
+gate rccx a,b,c { u2(0,pi) c; u1(pi/4) c; cx b,c; u1(-pi/4) c; cx a,c; u1(pi/4) c; cx b,c;
+                  u1(-pi/4) c; u2(0,pi) c; }
+gate rc3x a,b,c,d { u2(0,pi) d; u1(pi/4) d; cx c,d; u1(-pi/4) d; u2(0,pi) d; cx a,d; u1(pi/4) d;
+                    cx b,d; u1(-pi/4) d; cx a,d; u1(pi/4) d; cx b,d; u1(-pi/4) d; u2(0,pi) d;
+                    u1(pi/4) d; cx c,d; u1(-pi/4) d; u2(0,pi) d; }
+"""
+_PRELUDE_DEFS: dict = {}
+
+
+def _prelude() -> dict:
+    if not _PRELUDE_DEFS:
+        parser = _Parser(_PRELUDE, prelude={})
+        parser.parse()
+        _PRELUDE_DEFS.update(parser.defs)
+    return _PRELUDE_DEFS
+
+
+# =============================================================================================
+# the parser
+class _Parser:
+    def __init__(self, text: str, prelude: Optional[dict] = None):
+        self.text = text
+        self.newlines = [m.start() for m in re.finditer("\n", text)]
+        self.stmt_start = 0
+        self.depth = 0
+        self.toks = self._tokenize()
+        self.i = 0
+        self.prelude = _prelude() if prelude is None else prelude
+        self.defs: dict = {}
+        self.registers: dict = {}        # name -> ("q", offset, size) | ("c", 0, size)
+        self.labels: list = []           # wire -> "q[0]"
+        self.ops: list = []              # (Gate, wires, angles)
+        self.touched: set = set()
+        self.measured: set = set()
+
+    # -- errors -------------------------------------------------------------------------------
+    def _line(self, pos: int) -> int:
+        return bisect.bisect_left(self.newlines, pos) + 1
+
+    def fail(self, tok: Union[_Tok, int], what: str):
+        pos = tok if isinstance(tok, int) else tok.start
+        start = min(self.stmt_start, pos)
+        end = self.text.find(";", pos)
+        end = len(self.text) if end < 0 else end + 1
+        stmt = " ".join(self.text[start:end].split())
+        if len(stmt) > 80:
+            stmt = stmt[:77] + "..."
+        raise ValueError(f"from_qasm: line {self._line(pos)}: {what} in `{stmt}`")
+
+    # -- tokens -------------------------------------------------------------------------------
+    def _tokenize(self) -> list:
+        toks, pos, text = [], 0, self.text
+        while pos < len(text):
+            m = _TOKEN.match(text, pos)
+            if m is None or m.lastgroup == "open_comment":
+                # tokens come before parsing: take the statement to begin after the last ';', '{' or '}'
+                self.stmt_start = max(text.rfind(ch, 0, pos) for ch in ";{}") + 1
+                self.fail(pos, "unterminated /* comment" if m else f"unexpected character {text[pos]!r}")
+            if m.lastgroup not in ("space", "comment"):
+                toks.append(_Tok(m.lastgroup, m.group(), pos, self._line(pos)))
+            pos = m.end()
+        toks.append(_Tok("eof", "", len(text), self._line(len(text))))
+        return toks
+
+    def peek(self) -> _Tok:
+        return self.toks[self.i]
+
+    def next(self) -> _Tok:
+        tok = self.toks[self.i]
+        if tok.kind != "eof":
+            self.i += 1
+        return tok
+
+    def accept(self, text: str) -> bool:
+        if self.peek().kind == "sym" and self.peek().text == text:
+            self.i += 1
+            return True
+        return False
+
+    def expect(self, text: str, after: str = "") -> _Tok:
+        tok = self.peek()
+        if tok.kind == "sym" and tok.text == text:
+            return self.next()
+        self.fail(tok, f"expected '{text}'{after}, got {_show(tok)}")
+
+    def expect_id(self, what: str) -> _Tok:
+        tok = self.peek()
+        if tok.kind != "id":
+            self.fail(tok, f"expected {what}, got {_show(tok)}")
+        return self.next()
+
+    def expect_int(self, what: str) -> int:
+        tok = self.peek()
+        if tok.kind != "int":
+            self.fail(tok, f"expected {what} (a non-negative integer), got {_show(tok)}")
+        return int(self.next().text)
+
+    # -- program ------------------------------------------------------------------------------
+    def parse(self):
+        first = True
+        while self.peek().kind != "eof":
+            self.stmt_start = self.peek().start
+            self._statement(first)
+            first = False
+        return self
+
+    def _statement(self, first: bool):
+        tok = self.peek()
+        if tok.kind != "id":
+            self.fail(tok, f"expected a statement, got {_show(tok)}")
+        word = tok.text
+        if word == "OPENQASM":
+            self.next()
+            if not first:
+                self.fail(tok, "OPENQASM must be the first statement")
+            ver = self.peek()
+            if ver.kind not in ("real", "int"):
+                self.fail(ver, f"expected a version number, got {_show(ver)}")
+            self.next()
+            if float(ver.text) != 2.0:
+                self.fail(ver, f"unsupported OpenQASM version {ver.text} (only 2.0 is read)")
+            self.expect(";")
+        elif word == "include":
+            self.next()
+            name = self.peek()
+            if name.kind != "string":
+                self.fail(name, f"expected a file name in quotes, got {_show(name)}")
+            self.next()
+            if name.text != '"qelib1.inc"':
+                self.fail(name, f"cannot include {name.text}: only \"qelib1.inc\" is supported")
+            self.expect(";")
+        elif word in ("qreg", "creg"):
+            self._register()
+        elif word == "gate":
+            self._gate_definition()
+        elif word == "opaque":
+            self._opaque()
+        elif word == "measure":
+            self._measure()
+        elif word == "barrier":
+            self.next()
+            self._arglist()
+            self.expect(";")
+        elif word == "reset":
+            self._reset()
+        elif word == "if":
+            self.fail(tok, "a classically controlled 'if' cannot be represented in a unitary circuit")
+        else:
+            self._gate_call()
+
+    def _register(self):
+        kind = self.next().text
+        name = self.expect_id("a register name")
+        if name.text in self.registers:
+            self.fail(name, f"register '{name.text}' is already declared")
+        self.expect("[")
+        size = self.expect_int("a register size")
+        self.expect("]")
+        self.expect(";")
+        if size < 1:
+            self.fail(name, f"register '{name.text}' must have at least one bit, got size {size}")
+        if kind == "qreg":
+            self.registers[name.text] = ("q", len(self.labels), size)
+            self.labels += [f"{name.text}[{j}]" for j in range(size)]
+        else:
+            self.registers[name.text] = ("c", 0, size)
+
+    # -- arguments ----------------------------------------------------------------------------
+    def _arg(self):
+        name = self.expect_id("a register argument")
+        index = None
+        if self.accept("["):
+            index = self.expect_int("an index")
+            self.expect("]")
+        return name, index
+
+    def _arglist(self, kind: str = "q") -> list:
+        args = [self._resolve(*self._arg(), kind)]
+        while self.accept(","):
+            args.append(self._resolve(*self._arg(), kind))
+        return args
+
+    def _resolve(self, name: _Tok, index, kind: str):
+        """(bits, whole register?) of an argument, checked against the declarations."""
+        reg = self.registers.get(name.text)
+        word = {"q": "qreg", "c": "creg"}[kind]
+        if reg is None:
+            self.fail(name, f"undeclared {word} '{name.text}'")
+        if reg[0] != kind:
+            self.fail(name, f"'{name.text}' is a {'qreg' if reg[0] == 'q' else 'creg'}, expected a {word}")
+        _, offset, size = reg
+        if index is None:
+            return list(range(offset, offset + size)), True
+        if index >= size:
+            self.fail(name, f"index {index} out of range for {word} {name.text}[{size}]")
+        return [offset + index], False
+
+    # -- gate definitions ---------------------------------------------------------------------
+    def _lookup(self, tok: _Tok):
+        name = tok.text
+        target = self.defs.get(name) or _BUILTINS.get(name) or self.prelude.get(name)
+        if target is None:
+            self.fail(tok, f"unknown gate '{name}'")
+        return target
+
+    def _check_signature(self, tok, target, n_params, n_qubits):
+        if n_params != target.n_params:
+            self.fail(tok, f"gate '{tok.text}' takes {target.n_params} parameter(s), got {n_params}")
+        if n_qubits != target.n_qubits:
+            self.fail(tok, f"gate '{tok.text}' acts on {target.n_qubits} qubit(s), got {n_qubits}")
+
+    def _new_gate_name(self) -> _Tok:
+        name = self.expect_id("a gate name")
+        if name.text in ("U", "CX"):
+            self.fail(name, f"the built-in gate {name.text} cannot be redefined")
+        if name.text in self.defs:
+            self.fail(name, f"gate '{name.text}' is already defined")
+        return name
+
+    def _id_list(self, what: str, close: Optional[str] = None) -> tuple:
+        if close is not None and self.accept(close):
+            return ()
+        toks = [self.expect_id(what)]
+        while self.accept(","):
+            toks.append(self.expect_id(what))
+        if close is not None:
+            self.expect(close)
+        names = [t.text for t in toks]
+        for j, t in enumerate(toks):
+            if t.text in names[:j]:
+                self.fail(t, f"'{t.text}' is listed twice")
+        return tuple(names)
+
+    def _gate_definition(self):
+        start = self.stmt_start
+        self.next()
+        name = self._new_gate_name()
+        params = self._id_list("a parameter name", ")") if self.accept("(") else ()
+        qubits = self._id_list("a qubit argument name")
+        self.expect("{")
+        body = []
+        while not self.accept("}"):
+            tok = self.peek()
+            if tok.kind == "eof":
+                self.stmt_start = start
+                self.fail(tok, f"gate '{name.text}': expected '}}' before the end of the input")
+            self.stmt_start = tok.start
+            body.append(self._body_statement(params, qubits))
+        self.defs[name.text] = _GateDef(name.text, params, qubits, tuple(body), name.line)
+
+    def _body_statement(self, params, qubits) -> _Call:
+        tok = self.expect_id("a gate call")
+        if tok.text == "barrier":
+            args = self._id_list("a qubit argument name")
+            self._check_known(args, qubits, tok)
+            self.expect(";")
+            return _Call(None, "barrier", (), args)
+        if tok.text in ("measure", "reset", "if", "opaque", "gate", "qreg", "creg"):
+            self.fail(tok, f"'{tok.text}' is not allowed inside a gate body")
+        target = self._lookup(tok)
+        exprs = self._expr_list(params)
+        args = []
+        while True:
+            arg = self.expect_id("a qubit argument name")
+            if self.peek().text == "[":
+                self.fail(self.peek(), "a gate body names its qubit arguments, it cannot index them")
+            args.append(arg.text)
+            if not self.accept(","):
+                break
+        self.expect(";", " or ','")
+        self._check_known(args, qubits, tok)
+        if len(set(args)) != len(args):
+            self.fail(tok, f"gate '{tok.text}' is given the same qubit twice")
+        self._check_signature(tok, target, len(exprs), len(args))
+        return _Call(target, tok.text, tuple(exprs), tuple(args))
+
+    def _check_known(self, args, qubits, tok):
+        for a in args:
+            if a not in qubits:
+                self.fail(tok, f"'{a}' is not a qubit argument of this gate (arguments: {', '.join(qubits)})")
+
+    def _opaque(self):
+        self.next()
+        name = self._new_gate_name()
+        params = self._id_list("a parameter name", ")") if self.accept("(") else ()
+        qubits = self._id_list("a qubit argument name")
+        self.expect(";")
+        self.defs[name.text] = _Opaque(len(params), len(qubits))
+
+    # -- expressions --------------------------------------------------------------------------
+    def _expr_list(self, names) -> list:
+        if not self.accept("("):
+            return []
+        if self.accept(")"):
+            return []
+        exprs = [self._expr(names)]
+        while self.accept(","):
+            exprs.append(self._expr(names))
+        self.expect(")", " or ','")
+        return exprs
+
+    def _expr(self, names):
+        node = self._term(names)
+        while self.peek().text in ("+", "-") and self.peek().kind == "sym":
+            op = self.next().text
+            node = ("bin", op, node, self._term(names))
+        return node
+
+    def _term(self, names):
+        node = self._unary(names)
+        while self.peek().text in ("*", "/") and self.peek().kind == "sym":
+            op = self.next().text
+            node = ("bin", op, node, self._unary(names))
+        return node
+
+    def _unary(self, names):
+        self.depth += 1
+        try:
+            if self.depth > 100:   # every nesting passes here: fail before Python's recursion limit
+                self.fail(self.peek(), "a parameter expression is nested too deeply")
+            return self._unary_inner(names)
+        finally:
+            self.depth -= 1
+
+    def _unary_inner(self, names):
+        if self.accept("-"):
+            return ("neg", self._unary(names))
+        if self.accept("+"):
+            return self._unary(names)
+        base = self._atom(names)
+        if self.accept("^"):
+            return ("bin", "^", base, self._unary(names))   # right-associative, above unary minus
+        return base
+
+    def _atom(self, names):
+        tok = self.peek()
+        if tok.kind in ("real", "int"):
+            self.next()
+            return ("num", float(tok.text))
+        if tok.kind == "id":
+            self.next()
+            if tok.text == "pi":
+                return ("num", math.pi)
+            if tok.text in _FUNCS:
+                self.expect("(", f" after {tok.text}")
+                arg = self._expr(names)
+                self.expect(")")
+                return ("call", tok.text, arg)
+            if tok.text in names:
+                return ("var", tok.text)
+            self.fail(tok, f"unknown identifier '{tok.text}' in a parameter expression")
+        if self.accept("("):
+            node = self._expr(names)
+            self.expect(")")
+            return node
+        self.fail(tok, f"expected a number, pi, a parameter or '(', got {_show(tok)}")
+
+    def _value(self, node, env, tok, inside="") -> float:
+        try:
+            v = _evaluate(node, env)
+        except _EvalError as exc:
+            self.fail(tok, f"cannot evaluate a parameter{inside}: {exc}")
+        except RecursionError:   # a chain of thousands of terms
+            self.fail(tok, f"a parameter expression{inside} is too long to evaluate")
+        if not math.isfinite(v):
+            self.fail(tok, f"a parameter{inside} evaluates to {v}")
+        return v
+
+    # -- applying gates -----------------------------------------------------------------------
+    def _gate_call(self):
+        tok = self.next()
+        exprs = self._expr_list(())
+        args = self._arglist()
+        self.expect(";", " or ','")
+        target = self._lookup(tok)
+        self._check_signature(tok, target, len(exprs), len(args))
+        values = tuple(self._value(e, {}, tok) for e in exprs)
+        sizes = {len(bits) for bits, whole in args if whole}
+        if len(sizes) > 1:
+            self.fail(tok, f"registers of different sizes {sorted(sizes)} cannot be broadcast together")
+        for j in range(sizes.pop() if sizes else 1):
+            wires = tuple(bits[j] if whole else bits[0] for bits, whole in args)
+            if len(set(wires)) != len(wires):
+                dup = next(w for w in wires if wires.count(w) > 1)
+                self.fail(tok, f"gate '{tok.text}' is given qubit {self.labels[dup]} twice")
+            self._apply(target, tok.text, values, wires, tok, "")
+
+    def _apply(self, target, name, values, wires, tok, inside):
+        if isinstance(target, _Opaque):
+            self.fail(tok, f"opaque gate '{name}'{inside} has no definition and cannot be simulated")
+        if isinstance(target, _Builtin):
+            for gate, local, angles in target.emit(values):
+                self._emit(gate, tuple(wires[k] for k in local), tuple(angles), tok)
+            return
+        env = dict(zip(target.params, values))
+        qubit = dict(zip(target.qubits, wires))
+        where = f" (inside gate '{target.name}' defined on line {target.line})"
+        for call in target.body:
+            if call.target is None:
+                continue
+            vals = tuple(self._value(e, env, tok, where) for e in call.exprs)
+            self._apply(call.target, call.name, vals, tuple(qubit[a] for a in call.args), tok, where)
+
+    def _emit(self, gate, wires, angles, tok):
+        for w in wires:
+            if w in self.measured:
+                self.fail(tok, f"qubit {self.labels[w]} is used after it was measured, which a unitary "
+                               f"circuit cannot represent")
+        self.touched.update(wires)
+        self.ops.append((gate, wires, angles))
+
+    def _measure(self):
+        tok = self.next()
+        qbits, qwhole = self._resolve(*self._arg(), "q")
+        self.expect("->")
+        cbits, cwhole = self._resolve(*self._arg(), "c")
+        self.expect(";")
+        if qwhole != cwhole or len(qbits) != len(cbits):
+            self.fail(tok, f"measure needs a qubit and a bit, or registers of equal size "
+                           f"(got {len(qbits)} qubit(s) and {len(cbits)} bit(s))")
+        self.measured.update(qbits)
+
+    def _reset(self):
+        tok = self.next()
+        bits, _ = self._resolve(*self._arg(), "q")
+        self.expect(";")
+        for w in bits:
+            if w in self.touched or w in self.measured:
+                self.fail(tok, f"reset of {self.labels[w]} after it was used cannot be represented in a "
+                               f"unitary circuit (reset is accepted only on qubits still in |0>)")
+
+
+def _show(tok: _Tok) -> str:
+    return "the end of the input" if tok.kind == "eof" else repr(tok.text)
+
+
+def _read_source(source) -> str:
+    if isinstance(source, os.PathLike):
+        return pathlib.Path(source).read_text(encoding="utf-8")
+    if not isinstance(source, str):
+        raise TypeError(f"from_qasm: expected OpenQASM text or a path, got {type(source).__name__}")
+    if ";" in source or "\n" in source.strip():
+        return source
+    if not os.path.isfile(source):
+        raise FileNotFoundError(f"from_qasm: {source!r} is neither a file nor OpenQASM text "
+                                f"(a program has at least one ';')")
+    return pathlib.Path(source).read_text(encoding="utf-8")
+
+
+def from_qasm(source, *, dtype=None, fuse: bool = True, max_fused_wires: Optional[int] = None) -> Circuit:
+    """A :class:`Circuit` from OpenQASM 2.0 text, or from a file (a path, or a string with no ';')."""
+    parser = _Parser(_read_source(source)).parse()
+    if not parser.labels:
+        raise ValueError("from_qasm: the program declares no qreg, so there is no qubit to act on")
+    circuit = Circuit(len(parser.labels), fuse=fuse, max_fused_wires=max_fused_wires, dtype=dtype)
+    for gate, wires, angles in parser.ops:
+        circuit.add(gate, wires, *angles)
+    return circuit
+
+
+# =============================================================================================
+# the writer
+_DIRECT = {"I": "id", "X": "x", "Y": "y", "Z": "z", "H": "h", "S": "s", "SDG": "sdg", "T": "t",
+           "TDG": "tdg", "SX": "sx", "SXDG": "sxdg", "P": "p", "RX": "rx", "RY": "ry", "RZ": "rz",
+           "U2": "u2", "U3": "u3", "SWAP": "swap", "RXX": "rxx", "RZZ": "rzz"}
+# controlled table gates by (target, number of controls)
+_CONTROLLED = {("X", 1): "cx", ("X", 2): "ccx", ("X", 3): "c3x", ("X", 4): "c4x", ("Y", 1): "cy",
+               ("Z", 1): "cz", ("H", 1): "ch", ("SWAP", 1): "cswap", ("P", 1): "cp", ("RX", 1): "crx",
+               ("RY", 1): "cry", ("RZ", 1): "crz", ("U3", 1): "cu3", ("SX", 1): "csx",
+               ("SX", 3): "c3sqrtx"}
+_MCX = {2: "cx", 3: "ccx", 4: "c3x", 5: "c4x"}
+_SELF_INVERSE = {"id", "x", "y", "z", "h", "cx", "cy", "cz", "ch", "swap", "ccx", "cswap", "c3x", "c4x"}
+_DAGGER = {"s": "sdg", "sdg": "s", "t": "tdg", "tdg": "t", "sx": "sxdg", "sxdg": "sx"}
+_NEGATED = {"rx", "ry", "rz", "p", "cp", "crx", "cry", "crz", "rxx", "rzz"}
+_HALF_PI = math.pi / 2
+
+
+def _sequence(gate: G.Gate, k: int, v: tuple) -> list:
+    """qelib1 steps (name, local wires, angles) whose product is exactly the gate's matrix."""
+    if gate.n_controls:
+        key = (gate.target.name, gate.n_controls)
+        if key in _CONTROLLED and G.GATES.get(gate.target.name) is gate.target:
+            return [(_CONTROLLED[key], tuple(range(k)), v)]
+        if key == ("Z", 2):
+            return [("h", (2,), ()), ("ccx", (0, 1, 2), ()), ("h", (2,), ())]
+        if key == ("ROT", 1):   # controlled RZ(ω)RY(θ)RZ(φ) is the product of the controlled factors
+            return [("crz", (0, 1), (v[0],)), ("cry", (0, 1), (v[1],)), ("crz", (0, 1), (v[2],))]
+        raise ValueError(f"to_qasm: {gate.name} (a {gate.target.name} with {gate.n_controls} control(s)) "
+                         f"has no OpenQASM 2.0 (qelib1.inc) form")
+    if G.GATES.get(gate.name) is not gate:
+        raise ValueError(f"to_qasm: {gate.name} is not a gate of the table, so it has no OpenQASM 2.0 form")
+    name = gate.name
+    if name in _DIRECT:
+        return [(_DIRECT[name], tuple(range(k)), v)]
+    if name == "ROT":
+        return [("rz", (0,), (v[0],)), ("ry", (0,), (v[1],)), ("rz", (0,), (v[2],))]
+    if name == "ISWAP":
+        return [("s", (0,), ()), ("s", (1,), ()), ("h", (0,), ()), ("cx", (0, 1), ()), ("cx", (1, 0), ()),
+                ("h", (1,), ())]
+    if name == "RYY":   # RX(π/2)† Z RX(π/2) = Y on both wires
+        return [("rx", (0,), (_HALF_PI,)), ("rx", (1,), (_HALF_PI,)), ("rzz", (0, 1), v),
+                ("rx", (0,), (-_HALF_PI,)), ("rx", (1,), (-_HALF_PI,))]
+    if name == "RZX":
+        return [("h", (1,), ()), ("rzz", (0, 1), v), ("h", (1,), ())]
+    if name == "SINGLEEXCITATION":
+        # G(θ) = exp(iθ/4 (XY − YX)) and XY, YX commute; S X S† = Y turns each factor into an RXX
+        half = v[0] / 2
+        return [("sdg", (1,), ()), ("rxx", (0, 1), (-half,)), ("s", (1,), ()),
+                ("sdg", (0,), ()), ("rxx", (0, 1), (half,)), ("s", (0,), ())]
+    if name == "MULTIRZ":   # the CX ladder puts the parity of all wires on the last one
+        ladder = [("cx", (j, j + 1), ()) for j in range(k - 1)]
+        return ladder + [("rz", (k - 1,), v)] + ladder[::-1]
+    if name == "MULTICONTROLLEDX" and k in _MCX:
+        return [(_MCX[k], tuple(range(k)), ())]
+    raise ValueError(f"to_qasm: {name} on {k} wire(s) has no OpenQASM 2.0 (qelib1.inc) form")
+
+
+def _dagger(step, gate_name: str) -> list:
+    name, local, v = step
+    if name in _SELF_INVERSE:
+        return [step]
+    if name in _DAGGER:
+        return [(_DAGGER[name], local, v)]
+    if name in _NEGATED:
+        return [(name, local, tuple(-x for x in v))]
+    if name in ("u3", "cu3"):   # U3(θ,φ,λ)† = U3(−θ,−λ,−φ), phase included, so controlled too
+        return [(name, local, (-v[0], -v[2], -v[1]))]
+    if name == "u2":
+        return [("u3", local, (-_HALF_PI, -v[1], -v[0]))]
+    if name == "csx":           # SX = e^{iπ/4} RX(π/2): the phase lands on the control
+        return [("p", local[:1], (-math.pi / 4,)), ("crx", local, (-_HALF_PI,))]
+    raise ValueError(f"to_qasm: the adjoint of {gate_name} ({name}) has no OpenQASM 2.0 (qelib1.inc) form")
+
+
+def _angles(circuit: Circuit, op, bind: bool) -> tuple:
+    out = []
+    for a in op.angles:
+        if isinstance(a, Input):
+            raise ValueError(f"to_qasm: {op.gate.name} on wires {op.wires} reads input column {a.column}; "
+                             f"OpenQASM 2.0 has no per-sample angles")
+        if isinstance(a, Param):
+            if not bind:
+                raise ValueError(f"to_qasm: {op.gate.name} on wires {op.wires} has a trainable angle; "
+                                 f"bind=True writes its current value")
+            a = a.scale * float(circuit.weights.detach()[a.index])
+        out.append(float(a))
+    return tuple(out)
+
+
+def _format(x: float) -> str:
+    """Shortest text that reads back to exactly ``x``: a multiple of pi when one fits."""
+    if x == 0:
+        return "0"
+    for d in (1, 2, 3, 4, 6, 8, 12, 16):
+        k = round(x * d / math.pi)
+        if k and abs(k) <= 4 * d and math.gcd(k, d) == 1:
+            text = ("-" if k < 0 else "") + ("" if abs(k) == 1 else f"{abs(k)}*") + "pi" + \
+                   ("" if d == 1 else f"/{d}")
+            if _read_angle(text) == x:
+                return text
+    text = repr(float(x))
+    if "e" in text and "." not in text:   # OpenQASM 2.0 reals need a '.' before the exponent
+        text = text.replace("e", ".0e")
+    return text
+
+
+def _read_angle(text: str) -> float:
+    """Evaluate ``text`` exactly as a parameter of a parsed gate would be."""
+    parser = _Parser(text, prelude={})
+    return _evaluate(parser._expr(()), {})
+
+
+def to_qasm(circuit: Circuit, *, bind: bool = True, measure: bool = False) -> str:
+    """OpenQASM 2.0 text of ``circuit`` on ``qreg q[n]`` (q[i] is wire i); ``measure=True`` adds
+    ``creg c[n]`` and a final ``measure q -> c``."""
+    if not isinstance(circuit, Circuit):
+        raise TypeError(f"to_qasm: expected a Circuit, got {type(circuit).__name__}")
+    n = circuit.n_wires
+    lines = ["OPENQASM 2.0;", 'include "qelib1.inc";', f"qreg q[{n}];"]
+    if measure:
+        lines.append(f"creg c[{n}];")
+    for op in circuit.ops:
+        steps = _sequence(op.gate, len(op.wires), _angles(circuit, op, bind))
+        if op.adjoint:
+            steps = [s for step in reversed(steps) for s in _dagger(step, op.gate.name)]
+        for name, local, v in steps:
+            params = f"({', '.join(_format(x) for x in v)})" if v else ""
+            lines.append(f"{name}{params} {', '.join(f'q[{op.wires[j]}]' for j in local)};")
+    if measure:
+        lines.append("measure q -> c;")
+    return "\n".join(lines) + "\n"

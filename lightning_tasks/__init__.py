@@ -16,6 +16,8 @@ _LAZY = {
     "ChemicalAccuracyStopping": "vqe",
     "fit_vqe": "vqe",
     "pes_scan": "vqe",
+    "QAOATask": "qaoa",
+    "named_graph": "qaoa",
 }
 
 __all__ = sorted(_LAZY)

@@ -1,0 +1,154 @@
+"""``tql``: the recipes' command line, Lightning's ``LightningCLI`` with the tasks registered.
+
+    tql fit --config examples/configs/vqe_lih.yaml
+    tql fit --model QAOATask --model.problem maxcut --model.graph "[[0,1],[1,2],[2,3],[3,0],[1,3]]" --model.p 4
+    tql fit --model HybridClassifier --data CirclesDataModule --trainer.max_epochs 20
+    tql fit --config examples/configs/qaoa_maxcut.yaml --print_config
+    tql fit --config examples/configs/qaoa_maxcut.yaml --ckpt_path lightning_logs/version_0/checkpoints/last.ckpt
+    tql validate|test|predict ...          (as LightningCLI)
+    tql demo ...                           (lightning_tasks.demo.run_demo)
+
+``--model`` takes any LightningModule by class name (``VQETask``, ``QAOATask``,
+``HybridClassifier``) or import path; ``--data`` any LightningDataModule (``CirclesDataModule``,
+``MoonsDataModule``, ``IrisDataModule``, ``DigitsDataModule``). ``VQETask`` and ``QAOATask`` serve
+their own one-element dataset and need no ``--data``; for ``HybridClassifier`` the data module's
+``n_features`` and ``n_classes`` fill the model's arguments of the same names.
+
+Differences from a bare ``LightningCLI``, each because these tasks log one step per epoch:
+``trainer.log_every_n_steps`` defaults to 1, and the default logger is a ``CSVLogger`` under
+``<default_root_dir>/lightning_logs/version_N/`` (``metrics.csv``; checkpoints in
+``checkpoints/`` beside it) plus, when ``tensorboard`` is installed, a ``TensorBoardLogger`` in
+its ``tensorboard/`` subfolder. ``--trainer.logger false`` turns logging off; a logger given in
+the config replaces both.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+import warnings
+from typing import Optional, Sequence
+
+import pytorch_lightning as pl
+from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
+
+__all__ = ["main", "TQLCLI", "default_loggers"]
+
+# Lightning's advice for data-loading pipelines does not apply to one-element datasets
+_QUIET = (".*does not have many workers.*", ".*fewer steps than.*", ".*has fewer than.*log.*",
+          ".*GPU available but not used.*", ".*TPU available.*",
+          ".*isinstance\\(treespec, LeafSpec\\)` is deprecated.*")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_OURS = {"VQETask", "QAOATask", "HybridClassifier", "CirclesDataModule", "MoonsDataModule", "IrisDataModule",
+         "DigitsDataModule"}
+
+
+def _register_tasks() -> None:
+    """Import the recipes so that ``--model NAME`` / ``--data NAME`` find them by class name
+    (jsonargparse resolves short names among the imported subclasses)."""
+    from . import classifier, data, qaoa, vqe  # noqa: F401
+
+
+def _subclass_names(base: type) -> list:
+    seen, stack = set(), [base]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                stack.append(sub)
+    return sorted({c.__name__ for c in seen if not c.__name__.startswith("_")})
+
+
+def _check_class_names(argv: Sequence[str]) -> None:
+    """A bare class name after ``--model`` / ``--data`` that names no known class: one clear
+    line instead of jsonargparse's full usage dump. Import paths, configs and JSON are left to it."""
+    for flag, base, kind in (("--model", pl.LightningModule, "model"),
+                             ("--data", pl.LightningDataModule, "data module")):
+        values = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == flag]
+        values += [a.split("=", 1)[1] for a in argv if a.startswith(flag + "=")]
+        known = _subclass_names(base)
+        for v in values:
+            if _NAME.match(v) and v not in known:
+                ours = [n for n in known if n in _OURS] or known
+                print(f"tql: error: unknown {kind} {v!r} for {flag}; choose one of {', '.join(ours)} "
+                      f"or give an import path such as mypackage.module.MyClass", file=sys.stderr)
+                raise SystemExit(2)
+
+
+def default_loggers(root: str, name: str = "lightning_logs") -> list:
+    """``[CSVLogger]``, plus a ``TensorBoardLogger`` (same version folder, ``tensorboard/`` inside)
+    when tensorboard is installed. The CSV logger comes first: checkpoints follow its folder."""
+    from pytorch_lightning.loggers import CSVLogger
+    csv_logger = CSVLogger(save_dir=root, name=name)
+    loggers = [csv_logger]
+    if importlib.util.find_spec("tensorboard") is not None or importlib.util.find_spec("tensorboardX") is not None:
+        from pytorch_lightning.loggers import TensorBoardLogger
+        loggers.append(TensorBoardLogger(save_dir=root, name=name, version=csv_logger.version, sub_dir="tensorboard"))
+    return loggers
+
+
+class TQLCLI(LightningCLI):
+    """``LightningCLI`` with the data → classifier links and the CSV/TensorBoard default loggers."""
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        # a model without these arguments (VQETask, QAOATask) ignores the links
+        for key in ("n_features", "n_classes"):
+            parser.link_arguments(f"data.{key}", f"model.init_args.{key}", apply_on="instantiate")
+
+    def instantiate_classes(self) -> None:
+        try:
+            super().instantiate_classes()
+        except (ValueError, TypeError) as err:
+            # jsonargparse wraps a constructor's error in a "Union subtypes" report around the whole
+            # namespace; the task's own message (naming the value at fault) is the useful part
+            inner = err
+            while str(inner).startswith("Does not validate against any of the Union subtypes") and isinstance(
+                    inner.__cause__, (ValueError, TypeError)):
+                inner = inner.__cause__
+            if inner is err:
+                raise
+            raise inner from None
+
+    def instantiate_trainer(self, **kwargs) -> pl.Trainer:
+        cfg = self._get(self.config_init, "trainer", default={})
+        if "logger" not in kwargs and cfg.get("logger") in (None, True):
+            root = cfg.get("default_root_dir") or os.getcwd()
+            kwargs["logger"] = default_loggers(str(root))
+        return super().instantiate_trainer(**kwargs)
+
+
+def main(argv: Optional[Sequence[str]] = None):
+    """Entry point of the ``tql`` console script; ``argv`` defaults to ``sys.argv[1:]``.
+
+    ``tql demo ...`` hands the rest of the line to :func:`lightning_tasks.demo.run_demo` and
+    returns 1 when one of its checks missed its target, else 0; anything else is a LightningCLI
+    command line (``fit``, ``validate``, ``test``, ``predict``), 0 after the run. A bad command line
+    exits with status 2 (``SystemExit``), ``--help`` / ``--print_config`` with 0; a value a task
+    refuses raises that task's own ``ValueError`` / ``TypeError``.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "demo":
+        from .demo import run_demo          # imported only here: the demo pulls in its own dependencies
+        result = run_demo(args[1:])
+        if isinstance(result, int) and not isinstance(result, bool):
+            return result
+        # a console script's sys.exit(main()) would print a returned list and exit 1: map the
+        # summary rows to a status instead (1 when a check missed its target)
+        missed = [r for r in (result or []) if getattr(r, "status", None) == "missed"]
+        return 1 if missed else 0
+    _register_tasks()
+    _check_class_names(args)
+    with warnings.catch_warnings():
+        for pattern in _QUIET:
+            warnings.filterwarnings("ignore", pattern)
+        TQLCLI(model_class=None, datamodule_class=None, subclass_mode_model=True, subclass_mode_data=True,
+               trainer_defaults={"log_every_n_steps": 1},
+               args=None if argv is None else args,        # None: LightningCLI reads sys.argv itself
+               parser_kwargs={"prog": "tql", "description": "Train the torchquantum-layers recipes with Lightning "
+                                                           "(tql demo: the guided demos)"})
+    return 0
+
+
+if __name__ == "__main__":      # python -m lightning_tasks.cli
+    sys.exit(main())

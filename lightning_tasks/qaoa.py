@@ -1,0 +1,566 @@
+"""``QAOATask``: multi-start QAOA for a combinatorial problem as a LightningModule.
+
+Every constructor argument is a plain value (strings, numbers, lists), saved with
+``save_hyperparameters`` so checkpoints rebuild the task and ``LightningCLI`` can construct it::
+
+    task = QAOATask(problem="maxcut", graph=[[0, 1], [1, 2], [2, 3], [3, 0], [1, 3]], p=4, n_starts=16)
+    pl.Trainer(max_steps=150).fit(task)
+    task.best_cost, task.best_ratio, task.top_bitstrings, task.solution
+
+There is no data: the module serves a one-element dataset itself, so one epoch is one optimizer
+step. All ``n_starts`` angle vectors live in one ``(n_starts, 2p)`` parameter and run as one batch
+of the library's :class:`~torchquantum_layers.optimization.QAOA` (the loss is the SUM of the
+starts' expected costs, so Adam or SGD trains each start exactly as if it were alone).
+
+Sign convention: as everywhere in :mod:`torchquantum_layers.optimization`, the cost C is
+MINIMISED; MaxCut's cost is minus the cut, so ``expected_cost`` is ``-⟨cut⟩`` and
+``expected_objective`` is ``⟨cut⟩``.
+
+Logged every step (values of the angles after k updates, before update k+1, as ``VQETask``):
+
+* ``expected_cost``: ⟨C⟩ of the best start (the lowest over the batch); ``mean_cost`` over starts;
+* ``best_ratio``: approximation ratio ``(C_worst - ⟨C⟩) / (C_worst - C_opt)`` of that start
+  against the brute-force optimum (1 at the optimum; ``⟨cut⟩ / max cut`` for MaxCut);
+* ``optimum_probability``: probability of measuring an optimal bitstring in the best start's state;
+* ``expected_objective`` (natural units: cut weight, tour length, ...), ``depth`` (the current p),
+  and ``feasible_probability`` for constrained problems.
+
+``best_ratio`` and ``optimum_probability`` need the brute-force optimum (at most 26 qubits); above
+that only the costs are logged.
+
+Problems (``problem=``) and the arguments each one reads (any other argument must stay None):
+
+=====================================  ==========================================================
+``"maxcut"``                           ``graph``, ``n_nodes``
+``"max_independent_set"`` (``"mis"``)  ``graph``, ``n_nodes``, ``node_weights``, ``penalty``
+``"min_vertex_cover"``                 same (alias ``"vertex_cover"``)
+``"max_clique"``                       same (alias ``"clique"``)
+``"graph_colouring"``                  ``graph``, ``n_nodes``, ``n_colours``, ``penalty``
+``"number_partitioning"``              ``numbers``
+``"tsp"``                              ``distances``, ``penalty``, ``fix_start``
+``"portfolio"``                        ``expected_returns``, ``covariance``, ``budget``,
+                                       ``risk_factor``, ``penalty``
+``"qubo"``                             ``Q``, ``offset``
+``"ising"``                            ``h``, ``J``, ``offset``
+=====================================  ==========================================================
+
+Graphs: an edge list ``[[u, v], ...]`` or ``[[u, v, w], ...]`` (nodes 0 … n-1 are wires), or a
+named graph (:func:`named_graph`): ``"paddle"`` (Paddle Quantum's MaxCut tutorial graph, edges
+0-1, 1-2, 2-3, 3-0, 1-3; the default of the graph problems), ``"cycle:N"``, ``"complete:N"`` or
+``"Dregular:N[:seed=S]"`` (a seeded random D-regular graph, e.g. ``"3regular:16:seed=1"``; seed 0
+when left out, so a checkpoint always rebuilds the same graph).
+
+Layer-by-layer growth (``grow=True``): training starts at depth 1 and adds one layer every
+``steps_per_layer`` optimizer steps until depth ``p``, each new depth warm-started by INTERP
+(Zhou et al. 2020) from every start's angles; the optimizer state is reset at each growth (its
+moments belong to the old angles). The depth is a function of the global step, so a resumed run
+grows exactly where an uninterrupted one would.
+"""
+from __future__ import annotations
+
+import math
+import re
+from numbers import Integral, Real
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import pytorch_lightning as pl
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from torchquantum_layers import optimization as opt
+from torchquantum_layers.optimization.problems import MAX_EXACT_QUBITS
+
+__all__ = ["QAOATask", "QAOABest", "named_graph", "PROBLEMS", "PADDLE_GRAPH", "INITS", "OPTIMIZERS"]
+
+PADDLE_GRAPH = [[0, 1], [1, 2], [2, 3], [3, 0], [1, 3]]
+INITS = ("ramp", "fixed", "random")
+OPTIMIZERS = ("adam", "sgd", "lbfgs")
+DIFF_METHODS = ("adjoint", "backprop")
+_DTYPES = {"complex64": torch.complex64, "complex128": torch.complex128,
+           "float32": torch.complex64, "float64": torch.complex128}
+
+_GRAPH_ARGS = ("graph", "n_nodes")
+# problem name -> (builder, the optional arguments it reads)
+PROBLEMS = {
+    "maxcut": (opt.maxcut, _GRAPH_ARGS),
+    "max_independent_set": (opt.max_independent_set, _GRAPH_ARGS + ("node_weights", "penalty")),
+    "min_vertex_cover": (opt.min_vertex_cover, _GRAPH_ARGS + ("node_weights", "penalty")),
+    "max_clique": (opt.max_clique, _GRAPH_ARGS + ("node_weights", "penalty")),
+    "graph_colouring": (opt.graph_colouring, _GRAPH_ARGS + ("n_colours", "penalty")),
+    "number_partitioning": (opt.number_partitioning, ("numbers",)),
+    "tsp": (opt.tsp, ("distances", "penalty", "fix_start")),
+    "portfolio": (opt.portfolio, ("expected_returns", "covariance", "budget", "risk_factor", "penalty")),
+    "qubo": (opt.from_qubo, ("Q", "offset")),
+    "ising": (opt.from_ising, ("h", "J", "offset")),
+}
+_ALIASES = {"mis": "max_independent_set", "independent_set": "max_independent_set",
+            "vertex_cover": "min_vertex_cover", "mvc": "min_vertex_cover", "clique": "max_clique",
+            "graph_coloring": "graph_colouring", "colouring": "graph_colouring", "coloring": "graph_colouring",
+            "partition": "number_partitioning", "number_partition": "number_partitioning",
+            "travelling_salesperson": "tsp", "from_qubo": "qubo", "from_ising": "ising"}
+# every problem-description argument of QAOATask, for the "not used by this problem" check
+_PROBLEM_ARGS = ("graph", "n_nodes", "node_weights", "penalty", "n_colours", "numbers", "distances", "fix_start",
+                 "expected_returns", "covariance", "budget", "risk_factor", "Q", "h", "J", "offset")
+_GRAPH_SPECS = "'paddle', 'cycle:N', 'complete:N', 'Dregular:N[:seed=S]' (e.g. '3regular:16:seed=1')"
+
+
+def named_graph(spec: str) -> list:
+    """The edge list ``[[u, v], ...]`` of a named graph (see the module docstring for the names)."""
+    what = "QAOATask"
+    if not isinstance(spec, str):
+        raise TypeError(f"{what}: a named graph is a string ({_GRAPH_SPECS}), got {type(spec).__name__}")
+    s = spec.strip().lower().replace(" ", "")
+    if s == "paddle":
+        return [list(e) for e in PADDLE_GRAPH]
+    m = re.fullmatch(r"(cycle|complete|(\d+)-?regular):(\d+)(?::seed=(-?\d+))?", s)
+    if m is None:
+        raise ValueError(f"{what}: unknown graph spec {spec!r}; use {_GRAPH_SPECS} or an edge list "
+                         f"[[u, v] or [u, v, w], ...]")
+    kind, degree, n, seed = m.group(1), m.group(2), int(m.group(3)), m.group(4)
+    if seed is not None and degree is None:
+        raise ValueError(f"{what}: graph spec {spec!r}: only random regular graphs take a seed")
+    try:
+        if kind == "cycle":
+            edges = opt.cycle_graph(n)
+        elif kind == "complete":
+            if n < 2:
+                raise ValueError(f"the complete graph needs at least 2 nodes, got {n}")
+            edges = opt.complete_graph(n)
+        else:
+            edges = opt.random_regular_graph(int(degree), n, seed=0 if seed is None else int(seed))
+    except ValueError as err:
+        raise ValueError(f"{what}: graph spec {spec!r}: {err}") from None
+    return [[int(u), int(v)] for u, v in edges]
+
+
+def _plain(value):
+    """Tensors, arrays and tuples as nested lists of Python numbers (checkpoints load with
+    ``weights_only=True`` and LightningCLI configs stay YAML)."""
+    if isinstance(value, torch.Tensor) or type(value).__module__ == "numpy":
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, (str, int, float)):
+        return value
+    if isinstance(value, Integral):
+        return int(value)
+    if isinstance(value, Real):
+        return float(value)
+    return value
+
+
+def _plain_graph(graph, n_nodes):
+    """A graph argument as a name or an edge list of plain numbers."""
+    if graph is None or isinstance(graph, str):
+        return graph
+    if isinstance(graph, (list, tuple)):
+        return _plain(graph)
+    # networkx graphs, dicts, tensors and arrays: read (and check the labels of) the edges once here;
+    # the problem builder checks the weights with its own rules
+    g = opt.as_graph(graph, n_nodes, what="QAOATask: graph", allow_negative=True)
+    return [[u, v, w] for u, v, w in g.edge_list()]
+
+
+def _optimizer_class(name: str):
+    """A ``torch.optim`` class by case-insensitive name, or None."""
+    for attr in dir(torch.optim):
+        cls = getattr(torch.optim, attr)
+        if attr.lower() == name.lower() and isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer):
+            return cls
+    return None
+
+
+def _positive_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"QAOATask: {name} must be an int, got {value!r}")
+    if value < 1:
+        raise ValueError(f"QAOATask: {name} must be >= 1, got {value}")
+    return int(value)
+
+
+@dataclass
+class QAOABest:
+    """The best start kept by a :class:`QAOATask` (lowest expected cost seen in training)."""
+    depth: int
+    angles: torch.Tensor             # (2 * depth,): [γ_1 … γ_p, β_1 … β_p]
+    expected_cost: float
+    approximation_ratio: Optional[float]
+    optimum_probability: Optional[float]
+    top_bitstrings: list             # most probable bitstrings, wire 0 first
+    top_probabilities: list
+    solution: object                 # problem.decode(top_bitstrings[0])
+    objective: float                 # natural objective of that bitstring (cut weight, tour length, ...)
+
+
+class QAOATask(pl.LightningModule):
+    """Minimise the expected cost of a combinatorial problem over a batch of QAOA angle vectors.
+
+    Args:
+        problem: a name from :data:`PROBLEMS` (or an alias: ``"mis"``, ``"vertex_cover"``, ...).
+        graph, n_nodes, node_weights, n_colours, numbers, distances, fix_start, expected_returns,
+            covariance, budget, risk_factor, penalty, Q, h, J, offset: the problem's data, passed to
+            its builder in :mod:`torchquantum_layers.optimization` (table in the module docstring);
+            graph problems default to the ``"paddle"`` graph.
+        p: number of QAOA layers (the final depth with ``grow``).
+        n_starts: angle vectors trained together in one batch.
+        init: ``"ramp"`` (linear ramp with ``delta``, start 0 exact, the others perturbed by
+            ``noise``), ``"fixed"`` (Wurtz–Lykov angles, MaxCut on 3-regular graphs, p <= 4 or with
+            ``grow``) or ``"random"`` (uniform, seeded).
+        noise: standard deviation of the perturbation of starts 1 … n_starts-1 (ramp / fixed).
+        delta: the ramp's step; default ``0.75 / s`` with ``s = 2 max(|h_i|, |J_ij|)`` of the cost's
+            Ising form (s = 1 for unit-weight MaxCut).
+        mixer: ``"x"``, ``"xy"`` (one-hot problems: colouring, TSP, portfolio) or ``"swap"`` (TSP).
+        optimizer, lr: ``"adam"`` (default lr 0.05), ``"sgd"`` (lr 0.05), ``"lbfgs"`` (lr 1, one
+            strong-Wolfe iteration per step) or another ``torch.optim`` class name.
+        grow, steps_per_layer: layer-by-layer growth p = 1 … ``p`` with INTERP warm starts, one new
+            layer every ``steps_per_layer`` steps.
+        diff_method: ``"adjoint"`` (default) or ``"backprop"``.
+        dtype: ``"complex64"`` (default) or ``"complex128"``.
+        seed: seeds the perturbations and random angles (independent of the global RNG).
+        top_k: how many bitstrings :attr:`best` reports.
+        init_angles: starting angles of the first depth d0 (1 with ``grow``, else ``p``): ``(2·d0,)``
+            (start 0 exact, the others perturbed by ``noise``) or ``(n_starts, 2·d0)``; not a
+            hyperparameter (a checkpoint holds the trained angles).
+    """
+
+    def __init__(self, problem: str = "maxcut", graph: Optional[Union[list, str]] = None,
+                 n_nodes: Optional[int] = None, node_weights: Optional[list] = None,
+                 n_colours: Optional[int] = None, numbers: Optional[list] = None,
+                 distances: Optional[list] = None, fix_start: Optional[bool] = None,
+                 expected_returns: Optional[list] = None, covariance: Optional[list] = None,
+                 budget: Optional[int] = None, risk_factor: Optional[float] = None,
+                 penalty: Optional[float] = None, Q: Optional[list] = None, h: Optional[list] = None,
+                 J: Optional[list] = None, offset: Optional[float] = None,
+                 p: int = 3, n_starts: int = 16, init: str = "ramp", noise: float = 0.1,
+                 delta: Optional[float] = None, mixer: str = "x", optimizer: str = "adam",
+                 lr: Optional[float] = None, grow: bool = False, steps_per_layer: int = 50,
+                 diff_method: str = "adjoint", dtype: str = "complex64", seed: int = 0, top_k: int = 5,
+                 init_angles: Optional[list] = None):
+        super().__init__()
+        what = "QAOATask"
+        # validate everything cheap before building the problem
+        if isinstance(p, bool) or not isinstance(p, Integral):
+            raise TypeError(f"{what}: p (the number of QAOA layers) must be an int, got {p!r}")
+        if p < 1:
+            raise ValueError(f"{what}: p (the number of QAOA layers) must be >= 1, got {p}")
+        n_starts = _positive_int(n_starts, "n_starts")
+        steps_per_layer = _positive_int(steps_per_layer, "steps_per_layer")
+        top_k = _positive_int(top_k, "top_k")
+        if not isinstance(problem, str):
+            raise TypeError(f"{what}: problem must be a name ({', '.join(PROBLEMS)}), got {type(problem).__name__}")
+        key = problem.strip().lower().replace("-", "_").replace(" ", "_")
+        key = _ALIASES.get(key, key)
+        if key not in PROBLEMS:
+            raise ValueError(f"{what}: unknown problem {problem!r}; choose one of {', '.join(PROBLEMS)} "
+                             f"(aliases: {', '.join(sorted(_ALIASES))})")
+        problem = key
+        if init not in INITS:
+            raise ValueError(f"{what}: init must be one of {', '.join(INITS)}, got {init!r}")
+        if init == "fixed" and problem != "maxcut":
+            raise ValueError(f"{what}: init='fixed' (the Wurtz–Lykov angles of MaxCut on 3-regular graphs) "
+                             f"needs problem='maxcut', got problem={problem!r}; use init='ramp'")
+        if init == "fixed" and not grow and p not in opt.FIXED_ANGLES_3REGULAR:
+            raise ValueError(f"{what}: init='fixed' is tabulated for p = 1 … {max(opt.FIXED_ANGLES_3REGULAR)}, "
+                             f"got p={p}; use grow=True (INTERP from p = 1) or init='ramp'")
+        if mixer not in opt.MIXERS:
+            raise ValueError(f"{what}: mixer must be one of {', '.join(opt.MIXERS)}, got {mixer!r}")
+        if diff_method not in DIFF_METHODS:
+            raise ValueError(f"{what}: diff_method must be one of {', '.join(DIFF_METHODS)} for QAOA, "
+                             f"got {diff_method!r}")
+        if not isinstance(optimizer, str) or (optimizer.lower() not in OPTIMIZERS
+                                              and _optimizer_class(optimizer) is None):
+            raise ValueError(f"{what}: unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZERS)} "
+                             f"or a torch.optim class name")
+        if dtype not in _DTYPES:
+            raise ValueError(f"{what}: dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
+        for name, v in (("lr", lr), ("delta", delta)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, Real)
+                                  or not math.isfinite(v) or v <= 0):
+                raise ValueError(f"{what}: {name} must be a positive number, got {v!r}")
+        if isinstance(noise, bool) or not isinstance(noise, Real) or not math.isfinite(noise) or noise < 0:
+            raise ValueError(f"{what}: noise must be a non-negative number, got {noise!r}")
+        if not isinstance(grow, bool):
+            raise TypeError(f"{what}: grow must be a bool, got {grow!r}")
+        if isinstance(seed, bool) or not isinstance(seed, Integral):
+            raise TypeError(f"{what}: seed must be an int, got {seed!r}")
+        graph = _plain_graph(graph, n_nodes)
+        node_weights, numbers, distances = _plain(node_weights), _plain(numbers), _plain(distances)
+        expected_returns, covariance = _plain(expected_returns), _plain(covariance)
+        Q, h, J = _plain(Q), _plain(h), _plain(J)
+        self.save_hyperparameters(ignore=["init_angles"])   # plain values only (weights_only=True loads)
+
+        self.problem = self._build_problem(problem, {k: self.hparams[k] for k in _PROBLEM_ARGS})
+        self.cdtype = _DTYPES[dtype]
+        real = torch.float64 if self.cdtype == torch.complex128 else torch.float32
+        self.max_depth = int(p)
+        self.depth = 1 if grow else self.max_depth
+        depths = range(1, self.max_depth + 1) if grow else [self.max_depth]
+        try:
+            # one module per depth: the cost diagonal is computed once (cached on the problem)
+            self.qaoas = nn.ModuleDict({str(d): opt.qaoa(self.problem, d, mixer=mixer, diff_method=diff_method,
+                                                         dtype=self.cdtype) for d in depths})
+        except ValueError as err:
+            raise ValueError(f"{what}: {err}") from None
+        n = self.problem.n_qubits
+        self.exact = opt.exact_solution(self.problem) if n <= MAX_EXACT_QUBITS else None
+        N = 2 ** n
+        # per-basis-state vectors for the logged quantities; not persistent (2^n entries do not
+        # belong in a checkpoint: the problem rebuilds them)
+        self.register_buffer("_objective_vec", self.problem.objective_vector().clone(), persistent=False)
+        self.register_buffer("_feasible_vec", self.problem.feasible_mask().to(torch.float64), persistent=False)
+        opt_mask = torch.zeros(N, dtype=torch.float64)
+        if self.exact is not None:
+            opt_mask[self.exact.indices] = 1.0
+            self._opt_cost, self._worst_cost = float(self.exact.cost), float(self.exact.worst_cost)
+        self.register_buffer("_optimum_vec", opt_mask, persistent=False)
+
+        first = self._initial_angles(self.depth, init_angles).to(real)
+        P = self.max_depth
+        full = torch.zeros(n_starts, 2 * P, dtype=real)
+        full[:, :self.depth] = first[:, :self.depth]
+        full[:, P:P + self.depth] = first[:, self.depth:]
+        # (n_starts, 2P) = [γ_1 … γ_P, β_1 … β_P]; at depth d < P only γ_1…γ_d, β_1…β_d are used
+        self.angles = nn.Parameter(full)
+        # the best start seen (persistent: a resumed run keeps it)
+        self.register_buffer("best_cost_", torch.tensor(math.inf, dtype=torch.float64))
+        self.register_buffer("best_angles_", torch.zeros(2 * P, dtype=real))
+        self.register_buffer("best_depth_", torch.tensor(self.depth, dtype=torch.int64))
+        self._history: list = []          # best-start cost per step (0-d tensors, no device sync)
+        self._seen_step = -1
+
+    # -- construction -----------------------------------------------------------------------------
+    @staticmethod
+    def _build_problem(name: str, args: dict):
+        builder, reads = PROBLEMS[name]
+        unused = [k for k in _PROBLEM_ARGS if args[k] is not None and k not in reads]
+        if unused:
+            raise ValueError(f"QAOATask: {', '.join(unused)} {'is' if len(unused) == 1 else 'are'} not used by "
+                             f"problem {name!r} (it reads {', '.join(reads)})")
+        kw = {k: args[k] for k in reads if args[k] is not None}
+        if "graph" in reads:
+            graph = kw.pop("graph", "paddle")
+            if isinstance(graph, str):
+                graph = named_graph(graph)
+            kw["graph"] = graph
+        if name == "number_partitioning":
+            if "numbers" not in kw:
+                raise ValueError("QAOATask: problem 'number_partitioning' needs numbers=[...]")
+            kw["numbers_"] = kw.pop("numbers")
+        required = {"graph_colouring": ("n_colours",), "tsp": ("distances",),
+                    "portfolio": ("expected_returns", "covariance", "budget"), "qubo": ("Q",), "ising": ("h", "J")}
+        missing = [k for k in required.get(name, ()) if k not in kw]
+        if missing:
+            raise ValueError(f"QAOATask: problem {name!r} needs {', '.join(missing)}")
+        try:
+            return builder(**kw)
+        except (ValueError, TypeError) as err:
+            raise type(err)(f"QAOATask(problem={name!r}): {err}") from None
+
+    def _ramp_delta(self) -> float:
+        if self.hparams.delta is not None:
+            return float(self.hparams.delta)
+        hv, Jm, _ = self.problem.ising()
+        s = 2 * max(float(hv.abs().max()) if hv.numel() else 0.0, float(Jm.abs().max()) if Jm.numel() else 0.0)
+        return 0.75 / s if s > 0 else 0.75
+
+    def _initial_angles(self, depth: int, init_angles) -> torch.Tensor:
+        """(n_starts, 2·depth) float64 starting angles."""
+        hp = self.hparams
+        S = hp.n_starts
+        gen = torch.Generator().manual_seed(int(hp.seed))
+        if init_angles is not None:
+            a = torch.as_tensor(_plain(init_angles), dtype=torch.float64)
+            if a.shape[-1] != 2 * depth or a.dim() not in (1, 2) or (a.dim() == 2 and a.shape[0] != S):
+                raise ValueError(f"QAOATask: init_angles must have shape ({2 * depth},) or ({S}, {2 * depth}) "
+                                 f"for depth {depth}, got {tuple(a.shape)}")
+            if not bool(torch.isfinite(a).all()):
+                raise ValueError("QAOATask: init_angles contain NaN or inf")
+            return opt.perturb(a, S, hp.noise, gen) if a.dim() == 1 else a
+        if hp.init == "random":
+            return opt.random_angles(depth, S, gen)
+        base = opt.fixed_angles(depth) if hp.init == "fixed" else opt.linear_ramp(depth, self._ramp_delta())
+        return opt.perturb(base, S, hp.noise, gen)
+
+    # -- angles and depth -------------------------------------------------------------------------
+    def depth_at(self, step: int) -> int:
+        """The depth trained at optimizer step ``step`` (growth schedule)."""
+        if not self.hparams.grow:
+            return self.max_depth
+        return min(self.max_depth, 1 + int(step) // self.hparams.steps_per_layer)
+
+    def _layout(self, flat: torch.Tensor, d: int) -> torch.Tensor:
+        """(..., 2P) → (..., 2d): the angles a depth-d QAOA reads."""
+        P = self.max_depth
+        return flat if d == P else torch.cat([flat[..., :d], flat[..., P:P + d]], dim=-1)
+
+    def current_angles(self) -> torch.Tensor:
+        """``(n_starts, 2·depth)`` angles of the current depth (a differentiable view of ``angles``)."""
+        return self._layout(self.angles, self.depth)
+
+    @torch.no_grad()
+    def grow_to(self, depth: int) -> None:
+        """Warm-start ``depth`` from the current angles by INTERP (every start at once)."""
+        if not self.depth < depth <= self.max_depth:
+            raise ValueError(f"QAOATask: can grow from depth {self.depth} to {self.depth + 1} … {self.max_depth}, "
+                             f"not to {depth}")
+        a = self.current_angles().detach()
+        for _ in range(depth - self.depth):            # a loop over layers, not over starts
+            a = opt.interp(a)
+        P = self.max_depth
+        self.angles[:, :depth] = a[:, :depth]
+        self.angles[:, P:P + depth] = a[:, depth:]
+        self.depth = depth
+        trainer = self._trainer
+        if trainer is not None:
+            # the moments (Adam) or curvature pairs (L-BFGS) belong to the old angles
+            for o in trainer.optimizers:
+                o.state.clear()
+
+    # -- Lightning hooks --------------------------------------------------------------------------
+    def forward(self) -> torch.Tensor:
+        """Expected costs ``(n_starts,)`` of the current angles (differentiable)."""
+        return self.qaoas[str(self.depth)](self.current_angles())
+
+    def on_train_batch_start(self, batch, batch_idx):
+        # before the optimizer step (L-BFGS evaluates its closure several times inside it)
+        target = self.depth_at(self.global_step)
+        if target > self.depth:
+            self.grow_to(target)
+
+    def training_step(self, batch, batch_idx):
+        costs = self()
+        if self._seen_step != self.global_step:        # L-BFGS evaluates several times per step
+            self._seen_step = self.global_step
+            self._log_step(costs.detach())
+        return costs.sum()
+
+    @torch.no_grad()
+    def _log_step(self, costs: torch.Tensor) -> None:
+        d = self.depth
+        j = torch.argmin(costs).reshape(1)
+        best = costs.index_select(0, j)[0].to(torch.float64)
+        row = self.current_angles().detach().index_select(0, j)               # (1, 2d)
+        prob = self.qaoas[str(d)](row, output="probabilities")[0].to(torch.float64)
+        self._history.append(best)
+        better = best < self.best_cost_
+        padded = torch.zeros_like(self.best_angles_)
+        P = self.max_depth
+        padded[:d] = row[0, :d]
+        padded[P:P + d] = row[0, d:]
+        self.best_cost_.copy_(torch.where(better, best, self.best_cost_))
+        self.best_angles_.copy_(torch.where(better, padded, self.best_angles_))
+        self.best_depth_.copy_(torch.where(better, torch.full_like(self.best_depth_, d), self.best_depth_))
+        log = dict(on_step=True, on_epoch=False, batch_size=1)
+        self.log("expected_cost", best, prog_bar=True, **log)
+        self.log("mean_cost", costs.to(torch.float64).mean(), **log)
+        self.log("expected_objective", prob @ self._objective_vec, **log)
+        self.log("depth", float(d), **log)
+        if self.problem.is_constrained:
+            self.log("feasible_probability", prob @ self._feasible_vec, **log)
+        if self.exact is not None:
+            span = self._worst_cost - self._opt_cost
+            ratio = (self._worst_cost - best) / (span if span > 0 else 1.0)
+            self.log("best_ratio", ratio, prog_bar=True, **log)
+            self.log("optimum_probability", prob @ self._optimum_vec, prog_bar=True, **log)
+
+    def configure_optimizers(self):
+        name, lr = self.hparams.optimizer, self.hparams.lr
+        params = [self.angles]
+        key = name.lower()
+        if key == "adam":
+            return torch.optim.Adam(params, lr=0.05 if lr is None else lr)
+        if key == "sgd":
+            return torch.optim.SGD(params, lr=0.05 if lr is None else lr)
+        if key == "lbfgs":
+            # max_eval must be given: its default (max_iter * 5 // 4 = 1) leaves the line search no evaluation
+            return torch.optim.LBFGS(params, lr=1.0 if lr is None else lr, max_iter=1, max_eval=25, history_size=50,
+                                     tolerance_grad=1e-10, tolerance_change=1e-14, line_search_fn="strong_wolfe")
+        cls = _optimizer_class(name)
+        return cls(params, lr=lr) if lr is not None else cls(params)
+
+    def train_dataloader(self):
+        return DataLoader(TensorDataset(torch.zeros(1)), batch_size=1)
+
+    def on_save_checkpoint(self, checkpoint) -> None:
+        checkpoint["qaoa_depth"] = int(self.depth)
+        checkpoint["qaoa_history"] = [float(v) for v in self._history]
+
+    def on_load_checkpoint(self, checkpoint) -> None:
+        depth = int(checkpoint.get("qaoa_depth", self.depth))
+        if str(depth) not in self.qaoas:
+            raise ValueError(f"QAOATask: the checkpoint is at depth {depth}, which this task (p={self.max_depth}, "
+                             f"grow={self.hparams.grow}) does not train")
+        self.depth = depth
+        self._history = [torch.tensor(v, dtype=torch.float64) for v in checkpoint.get("qaoa_history", [])]
+
+    def on_train_start(self) -> None:
+        # a resumed run starts at the saved step: drop history entries the checkpoint did not reach
+        del self._history[self.global_step:]
+        self._seen_step = -1
+
+    # -- results ----------------------------------------------------------------------------------
+    @property
+    def history(self) -> list:
+        """``expected_cost`` of the best start at each optimizer step (floats)."""
+        return [float(v) for v in self._history]
+
+    @property
+    def n_qubits(self) -> int:
+        return self.problem.n_qubits
+
+    @torch.no_grad()
+    def _best_state(self):
+        """(depth, angles (2d,), cost) of the best start kept, evaluating the current angles too
+        (the last optimizer step is not logged before fit ends)."""
+        costs = self()
+        j = int(torch.argmin(costs))
+        now = (float(costs[j]), self.depth, self.current_angles()[j].detach().clone())
+        kept = float(self.best_cost_)
+        if math.isfinite(kept) and kept <= now[0]:
+            d = int(self.best_depth_)
+            return d, self._layout(self.best_angles_, d).clone(), kept
+        return now[1], now[2], now[0]
+
+    @property
+    def best(self) -> QAOABest:
+        """The best start: depth, angles, expected cost, ratio, optimum probability, top bitstrings
+        and the decoded solution of the most probable one."""
+        d, angles, cost = self._best_state()
+        res = self.qaoas[str(d)].analyse(angles, k=self.hparams.top_k)
+        bits = list(res.top_bitstrings)
+        top = bits[0]
+        return QAOABest(depth=d, angles=angles.cpu(), expected_cost=cost,
+                        approximation_ratio=None if res.approximation_ratio is None else float(res.approximation_ratio),
+                        optimum_probability=None if res.optimum_probability is None else float(res.optimum_probability),
+                        top_bitstrings=bits, top_probabilities=[float(x) for x in res.top_probabilities],
+                        solution=self.problem.decode(top), objective=float(self.problem.objective(top)))
+
+    @property
+    def best_cost(self) -> float:
+        return self._best_state()[2]
+
+    @property
+    def best_angles(self) -> torch.Tensor:
+        return self._best_state()[1].cpu()
+
+    @property
+    def best_ratio(self) -> Optional[float]:
+        return self.best.approximation_ratio
+
+    @property
+    def top_bitstrings(self) -> list:
+        return self.best.top_bitstrings
+
+    @property
+    def solution(self):
+        return self.best.solution
+
+    @torch.no_grad()
+    def result(self, shots: Optional[int] = None, seed: int = 0):
+        """:meth:`QAOA.analyse <torchquantum_layers.optimization.QAOA.analyse>` of every start at the
+        current depth (expected costs, ratios, top bitstrings, optional seeded samples)."""
+        gen = torch.Generator(device=self.angles.device).manual_seed(seed) if shots else None
+        return self.qaoas[str(self.depth)].analyse(self.current_angles().detach(), k=self.hparams.top_k,
+                                                   shots=shots, generator=gen)

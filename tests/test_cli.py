@@ -1,0 +1,173 @@
+"""lightning_tasks.cli: the ``tql`` LightningCLI, run in-process on every bundled config.
+
+References: H2's FCI energy (-1.13728 Ha, STO-3G, 0.74 Å) for the logged VQE error, brute-force
+max cuts written here for the logged QAOA ratios, and an uninterrupted run for resuming.
+"""
+import csv
+import itertools
+import pathlib
+import sys
+import types
+import warnings
+
+import pytest
+import torch
+
+pytest.importorskip("pytorch_lightning")
+pytest.importorskip("jsonargparse")
+yaml = pytest.importorskip("yaml")
+
+from lightning_tasks.cli import main  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CONFIGS = sorted((ROOT / "examples" / "configs").glob("*.yaml"))
+FCI_H2 = -1.13728
+PADDLE = [(0, 1), (1, 2), (2, 3), (3, 0), (1, 3)]
+COLUMNS = {"VQETask": {"energy", "error_mha", "chemical_accuracy"},
+           "QAOATask": {"expected_cost", "best_ratio", "optimum_probability", "expected_objective"},
+           "HybridClassifier": {"train_loss", "train_acc"}}
+QUICK = ["--trainer.accelerator", "cpu", "--trainer.enable_progress_bar", "false",
+         "--trainer.enable_model_summary", "false"]
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def max_cut(edges):
+    n = 1 + max(max(e[:2]) for e in edges)
+    return max(sum(1 for u, v in edges if b[u] != b[v]) for b in itertools.product([0, 1], repeat=n))
+
+
+def metrics(root, version=0):
+    path = pathlib.Path(root) / "lightning_logs" / f"version_{version}" / "metrics.csv"
+    assert path.exists(), path
+    return list(csv.DictReader(open(path)))
+
+
+def model_name(config):
+    return yaml.safe_load(open(config))["model"]["class_path"].rsplit(".", 1)[-1]
+
+
+def test_every_task_has_a_config():
+    assert {"vqe_h2.yaml", "vqe_lih.yaml", "qaoa_maxcut.yaml", "classifier_circles.yaml"} <= {c.name for c in CONFIGS}
+    assert set(COLUMNS) == {model_name(c) for c in CONFIGS}
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=[c.stem for c in CONFIGS])
+def test_config_runs_two_steps_and_logs(config, tmp_path):
+    assert main(["fit", "--config", str(config), "--trainer.max_steps", "2",
+                 "--trainer.default_root_dir", str(tmp_path)] + QUICK) == 0
+    rows = metrics(tmp_path)
+    name = model_name(config)
+    assert COLUMNS[name] <= set(rows[0])
+    run = tmp_path / "lightning_logs" / "version_0"
+    assert list((run / "checkpoints").glob("*.ckpt")) and (run / "config.yaml").exists()
+    ckpt = torch.load(next((run / "checkpoints").glob("*.ckpt")), weights_only=True)
+    assert ckpt["global_step"] == 2
+    if name in ("VQETask", "QAOATask"):                # one step per epoch, one row per step
+        assert [int(r["step"]) for r in rows] == [0, 1]
+    if config.stem == "vqe_h2":
+        for r in rows:
+            assert float(r["error_mha"]) == pytest.approx(abs(float(r["energy"]) - FCI_H2) * 1e3, abs=0.01)
+    if config.stem == "qaoa_maxcut":
+        for r in rows:
+            assert float(r["best_ratio"]) == pytest.approx(-float(r["expected_cost"]) / max_cut(PADDLE), abs=1e-6)
+    if name == "HybridClassifier":
+        assert 0.0 <= float(rows[-1]["train_acc"]) <= 1.0
+
+
+def test_model_from_the_command_line(tmp_path):
+    triangle = [(0, 1), (1, 2), (2, 0)]
+    main(["fit", "--model", "QAOATask", "--model.problem", "maxcut", "--model.graph", "[[0,1],[1,2],[2,0]]",
+          "--model.p", "1", "--model.n_starts", "2", "--trainer.max_steps", "3",
+          "--trainer.default_root_dir", str(tmp_path)] + QUICK)
+    rows = metrics(tmp_path)
+    assert len(rows) == 3
+    for r in rows:                                     # the library minimises C = -cut
+        assert float(r["expected_objective"]) == pytest.approx(-float(r["expected_cost"]), abs=1e-5)
+        assert float(r["best_ratio"]) == pytest.approx(-float(r["expected_cost"]) / max_cut(triangle), abs=1e-6)
+
+    # the classifier takes n_features and n_classes from the data module
+    main(["fit", "--model", "HybridClassifier", "--data", "CirclesDataModule", "--trainer.max_epochs", "1",
+          "--trainer.limit_train_batches", "2", "--trainer.limit_val_batches", "2",
+          "--trainer.default_root_dir", str(tmp_path / "clf")] + QUICK)
+    rows = metrics(tmp_path / "clf")
+    assert {"train_loss", "val_loss", "val_acc"} <= set(rows[0])
+    hp = yaml.safe_load(open(tmp_path / "clf" / "lightning_logs" / "version_0" / "hparams.yaml"))
+    assert hp["n_features"] == 2 and hp["n_classes"] == 2
+
+
+def test_print_config(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "--config", str(ROOT / "examples" / "configs" / "qaoa_maxcut.yaml"),
+              "--trainer.max_epochs", "7", "--print_config"])
+    assert exc.value.code in (0, None)
+    cfg = yaml.safe_load(capsys.readouterr().out)
+    assert cfg["model"]["class_path"].endswith("QAOATask")
+    assert cfg["model"]["init_args"]["graph"] == [list(e) for e in PADDLE]
+    assert cfg["trainer"]["max_epochs"] == 7
+
+    with pytest.raises(SystemExit):
+        main(["fit", "--model", "QAOATask", "--model.graph", "3regular:16:seed=1", "--print_config"])
+    cfg = yaml.safe_load(capsys.readouterr().out)
+    assert cfg["model"]["init_args"]["graph"] == "3regular:16:seed=1"
+
+
+def test_unknown_model_and_bad_values(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "--model", "QAOATaskk"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown model 'QAOATaskk'" in err and "QAOATask" in err and "VQETask" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "--model=VQETask", "--data", "Cirkles"])
+    assert exc.value.code == 2 and "unknown data module 'Cirkles'" in capsys.readouterr().err
+    # the task's own error, not jsonargparse's report around it
+    with pytest.raises(ValueError, match=r"^QAOATask: p \(the number of QAOA layers\) must be >= 1, got 0$"):
+        main(["fit", "--model", "QAOATask", "--model.p", "0", "--trainer.max_steps", "1"])
+    with pytest.raises(ValueError, match=r"unknown graph spec 'petersen'"):
+        main(["fit", "--model", "QAOATask", "--model.graph", "petersen", "--trainer.max_steps", "1"])
+
+
+def test_resume_with_ckpt_path(tmp_path):
+    cfg = str(ROOT / "examples" / "configs" / "qaoa_maxcut.yaml")
+    main(["fit", "--config", cfg, "--trainer.max_steps", "2", "--trainer.default_root_dir", str(tmp_path)] + QUICK)
+    ckpt = next((tmp_path / "lightning_logs" / "version_0" / "checkpoints").glob("*.ckpt"))
+    main(["fit", "--config", cfg, "--trainer.max_steps", "4", "--trainer.default_root_dir", str(tmp_path),
+          "--ckpt_path", str(ckpt)] + QUICK)
+    resumed = metrics(tmp_path, version=1)
+    assert [int(r["step"]) for r in resumed] == [2, 3]
+    main(["fit", "--config", cfg, "--trainer.max_steps", "4", "--trainer.default_root_dir", str(tmp_path / "s")]
+         + QUICK)
+    straight = metrics(tmp_path / "s")
+    for a, b in zip(resumed, straight[2:]):
+        assert float(a["expected_cost"]) == pytest.approx(float(b["expected_cost"]), abs=1e-6)
+
+
+def test_logger_off_and_gpu_flag(tmp_path):
+    main(["fit", "--model", "QAOATask", "--model.p", "1", "--model.n_starts", "2", "--trainer.max_steps", "1",
+          "--trainer.logger", "false", "--trainer.enable_checkpointing", "false",
+          "--trainer.default_root_dir", str(tmp_path)] + QUICK)
+    assert not (tmp_path / "lightning_logs").exists()
+    if not torch.cuda.is_available():                  # Lightning's own error for a missing GPU
+        with pytest.raises(Exception, match="(?i)gpu|cuda|accelerator"):
+            main(["fit", "--model", "QAOATask", "--trainer.accelerator", "gpu", "--trainer.max_steps", "1",
+                  "--trainer.default_root_dir", str(tmp_path)])
+
+
+def test_demo_dispatch_and_console_script(monkeypatch):
+    calls = []
+    fake = types.ModuleType("lightning_tasks.demo")
+    fake.run_demo = lambda argv: calls.append(argv) or [types.SimpleNamespace(status="ok")]
+    monkeypatch.setitem(sys.modules, "lightning_tasks.demo", fake)
+    assert main(["demo", "--quick", "--no-plots"]) == 0 and calls == [["--quick", "--no-plots"]]
+    fake.run_demo = lambda argv: [types.SimpleNamespace(status="ok"), types.SimpleNamespace(status="missed")]
+    assert main(["demo"]) == 1
+
+    from importlib.metadata import entry_points
+    scripts = {e.name: e.value for e in entry_points(group="console_scripts")}
+    assert scripts.get("tql") == "lightning_tasks.cli:main"

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # multi-GB CUDA build. The package itself only asks for torch>=2.4.
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: run test test-slow install install-test bench clean
+.PHONY: run test test-slow install install-plot install-test bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -15,11 +15,15 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 
+# the demo saves its figures with matplotlib (the plot extra)
+install-plot: $(BIN)/python
+	$(BIN)/python -m pip install -q -e ".[plot]"
+
 install-test: $(BIN)/python
 	$(BIN)/python -m pip install -q -e ".[test]"
 
-run: install
-	$(BIN)/python examples/train_small_circuit.py
+run: install-plot
+	$(BIN)/tql demo
 
 test: install-test
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow" tests

@@ -2,17 +2,20 @@
 
 Uses the bundled scan (STO-3G, 21 bond lengths 0.5 … 2.5 Å; no PySCF needed) and prints a table
 of the Hartree–Fock, VQE and FCI energies. HF fails as the bond stretches (static correlation);
-VQE with UCCSD stays on the FCI curve.
+VQE with UCCSD stays on the FCI curve. With matplotlib (the ``plot`` extra) the curves are saved
+to ``<out>/h2_dissociation.png``.
 
-    python examples/h2_dissociation.py [--points 21] [--optimizer lbfgs] [--steps 50]
+    python examples/h2_dissociation.py [--points 21] [--optimizer lbfgs] [--steps 50] [--out plots] [--no-plots]
 """
 import argparse
+import os
 import time
 
 import numpy as np
 import torch
 
 import torchquantum_layers.chem as chem
+from torchquantum_layers import plotting
 
 
 def main(argv=None):
@@ -21,6 +24,8 @@ def main(argv=None):
     p.add_argument("--optimizer", default="lbfgs")
     p.add_argument("--steps", type=int, default=50, help="most optimizer steps per point")
     p.add_argument("--tol", type=float, default=1e-6, help="stop a point when within tol of FCI (Ha)")
+    p.add_argument("--out", default="plots", help="folder for the PNG figure (default: plots)")
+    p.add_argument("--no-plots", action="store_true", help="save no figure")
     args = p.parse_args(argv)
 
     scan = chem.load_scan("H2")
@@ -40,6 +45,11 @@ def main(argv=None):
     worst = max(abs(row[4]) for row in rows)
     print(f"{len(rows)} points in {time.perf_counter() - start:.2f} s; largest |VQE - FCI| = {1e3 * worst:.6f} mHa "
           f"(chemical accuracy: 1.6 mHa)")
+    if not args.no_plots and plotting.available():
+        path = os.path.join(args.out, "h2_dissociation.png")
+        table = [dict(bond_length=r, hf=hf, vqe=vqe, fci=fci) for r, hf, vqe, fci, _, _ in rows]
+        plotting.dissociation_curve(table, title="H2 / STO-3G: VQE (UCCSD) vs HF vs FCI", path=path)
+        print(f"figure saved to {path}")
     return rows
 
 

@@ -10,12 +10,15 @@ accuracy on 100 test points (threshold 0.5). Paddle reports test accuracy 1.00 i
 encoding with the two features repeated over the four wires, RY + CNOT layers, ⟨Z_w⟩ on every
 wire) followed by a linear head, trained with cross-entropy.
 
-Run ``python examples/hybrid_classifier.py [--model template]``; prints accuracy and time.
+Run ``python examples/hybrid_classifier.py [--model template] [--out plots] [--no-plots]``; prints
+accuracy and time. With matplotlib (the ``plot`` extra) the decision boundary over the test points
+is saved to ``<out>/hybrid_classifier_<model>.png``.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import time
 
 import torch
@@ -23,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import torchquantum_layers as tql
+from torchquantum_layers import plotting
 from torchquantum_layers.qml import datasets
 
 
@@ -91,13 +95,16 @@ class TemplateClassifier(nn.Module):
 
 def main(model: str = "paddle", n_train: int = 200, n_test: int = 100, epochs: int = 20, batch_size: int = 20,
          lr: float = None, gap: float = 0.5, seed: int = 19, data_seed: int = 2,
-         diff_method: str = "backprop", verbose: bool = True, threads=1) -> dict:
-    """Train and evaluate; returns ``{"test_acc", "train_acc", "train_time_s", "model"}``."""
+         diff_method: str = "backprop", verbose: bool = True, threads=1, plot_path=None) -> dict:
+    """Train and evaluate; returns ``{"test_acc", "train_acc", "train_time_s", "model"}`` (and
+    ``"plot"`` when ``plot_path`` is given: the decision boundary saved there as a PNG)."""
     with torch_threads(threads):
-        return _main(model, n_train, n_test, epochs, batch_size, lr, gap, seed, data_seed, diff_method, verbose)
+        return _main(model, n_train, n_test, epochs, batch_size, lr, gap, seed, data_seed, diff_method, verbose,
+                     plot_path)
 
 
-def _main(model, n_train, n_test, epochs, batch_size, lr, gap, seed, data_seed, diff_method, verbose):
+def _main(model, n_train, n_test, epochs, batch_size, lr, gap, seed, data_seed, diff_method, verbose,
+          plot_path=None):
     X, y = datasets.make_circles(n_train + n_test, gap=gap, seed=data_seed)
     x_train, y_train = torch.as_tensor(X[:n_train]), torch.as_tensor(y[:n_train])
     x_test, y_test = torch.as_tensor(X[n_train:]), torch.as_tensor(y[n_train:])
@@ -140,7 +147,15 @@ def _main(model, n_train, n_test, epochs, batch_size, lr, gap, seed, data_seed, 
     if verbose:
         print(f"{model}: train acc {train_acc:.3f}, test acc {test_acc:.3f}, training time {train_time:.2f} s "
               f"(Paddle Quantum's tutorial: 1.00 in about 45 s)")
-    return {"model": model, "test_acc": test_acc, "train_acc": train_acc, "train_time_s": train_time}
+    out = {"model": model, "test_acc": test_acc, "train_acc": train_acc, "train_time_s": train_time}
+    if plot_path is not None:
+        # Paddle's features arcsin x, arccos x² exist on [-1, 1] only: the grid stays inside the data square
+        plotting.decision_boundary(net, x_test, y_test, extent=(-1, 1, -1, 1), title=f"{model} classifier, test set",
+                                   path=plot_path)
+        out["plot"] = plot_path
+        if verbose:
+            print(f"figure saved to {plot_path}")
+    return out
 
 
 if __name__ == "__main__":
@@ -151,6 +166,10 @@ if __name__ == "__main__":
     p.add_argument("--n-test", type=int, default=100)
     p.add_argument("--diff-method", default="backprop", choices=["backprop", "adjoint", "parameter-shift"])
     p.add_argument("--threads", type=int, default=1, help="intra-op threads (0: torch's default)")
+    p.add_argument("--out", default="plots", help="folder for the PNG figure (default: plots)")
+    p.add_argument("--no-plots", action="store_true", help="save no figure")
     a = p.parse_args()
+    plot = not a.no_plots and plotting.available()
     main(model=a.model, epochs=a.epochs, n_train=a.n_train, n_test=a.n_test, diff_method=a.diff_method,
-         threads=a.threads or None)
+         threads=a.threads or None,
+         plot_path=os.path.join(a.out, f"hybrid_classifier_{a.model}.png") if plot else None)

@@ -9,7 +9,7 @@ Every constructor argument is a plain value (strings, numbers, lists), saved wit
     task.best_energy, task.steps_to_accuracy
 
 There is no data: the module serves a one-element dataset itself, so one epoch is one optimizer
-step. Each training step evaluates ⟨H⟩ (``diff_method``: "adjoint" by default) and logs
+step. Each training step evaluates ⟨H⟩ (``diff_method``: "auto" by default) and logs
 ``energy`` (Ha), ``error_mha`` (|E − E_FCI| in mHa) and ``chemical_accuracy`` (1.0 when the
 error is below 1.6 mHa). The logged values at global step k are those of the angles after k
 updates (before update k+1), as ``tql.chem.vqe``'s history.
@@ -32,7 +32,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 import torchquantum_layers.chem as chem
 from torchquantum_layers.chem.vqe import CHEMICAL_ACCURACY, energy as _energy, make_optimizer
-from torchquantum_layers.grad import DIFF_METHODS
+from torchquantum_layers.grad import AUTO, DIFF_METHODS
 
 __all__ = ["VQETask", "ChemicalAccuracyStopping", "fit_vqe", "pes_scan", "ANSATZE", "OPTIMIZERS",
            "CHEMICAL_ACCURACY_MHA"]
@@ -76,7 +76,9 @@ class VQETask(pl.LightningModule):
             (``n_layers`` RY/CNOT layers starting at HF, small random angles from ``seed``).
         optimizer, lr: ``"adam"`` (default lr 0.1), ``"sgd"``, ``"lbfgs"`` (Lightning's closure
             drives its line search), or another ``torch.optim`` class name.
-        diff_method: ``"adjoint"`` (default), ``"backprop"`` or ``"parameter-shift"``.
+        diff_method: ``"auto"`` (default: backprop while its stored states fit in
+            ``tql.grad.AUTO_BACKPROP_BYTES``, the faster method there; adjoint beyond),
+            ``"adjoint"``, ``"backprop"`` or ``"parameter-shift"``.
         dtype: ``"complex128"`` (default) or ``"complex64"``.
         init_weights: starting angles (a list of floats), e.g. from a neighbouring geometry.
     """
@@ -85,15 +87,16 @@ class VQETask(pl.LightningModule):
                  geometry: Optional[Union[str, list]] = None, basis: str = "sto-3g", charge: int = 0,
                  multiplicity: int = 1, active_electrons: Optional[int] = None,
                  active_orbitals: Optional[Union[int, list]] = None, ansatz: str = "uccsd", n_layers: int = 2,
-                 optimizer: str = "adam", lr: Optional[float] = None, diff_method: str = "adjoint",
+                 optimizer: str = "adam", lr: Optional[float] = None, diff_method: str = "auto",
                  dtype: str = "complex128", seed: int = 0, init_weights: Optional[list] = None):
         super().__init__()
         # validate everything cheap before building anything
         if not isinstance(ansatz, str) or ansatz.lower().replace("-", "_") not in ANSATZE:
             raise ValueError(f"VQETask: unknown ansatz {ansatz!r}; choose one of {', '.join(ANSATZE)}")
         ansatz = ansatz.lower().replace("-", "_")
-        if diff_method not in DIFF_METHODS:
-            raise ValueError(f"VQETask: unknown diff_method {diff_method!r}; choose one of {', '.join(DIFF_METHODS)}")
+        if diff_method not in DIFF_METHODS + (AUTO,):
+            raise ValueError(f"VQETask: unknown diff_method {diff_method!r}; choose one of "
+                             f"{', '.join(DIFF_METHODS + (AUTO,))}")
         if not isinstance(optimizer, str) or (optimizer.lower() not in OPTIMIZERS and _optimizer_class(optimizer) is None):
             raise ValueError(f"VQETask: unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZERS)} "
                              f"or a torch.optim class name")
@@ -324,23 +327,13 @@ def pes_scan(molecule: str = "H2", bond_lengths: Optional[Sequence[float]] = Non
 
 
 def plot_pes(table: list, path: str) -> Optional[str]:
-    """Save the HF / FCI / VQE curves of a :func:`pes_scan` table as a PNG; None without matplotlib."""
+    """Save the HF / FCI / VQE curves of a :func:`pes_scan` table as a PNG
+    (:func:`torchquantum_layers.plotting.dissociation_curve`); None, with a warning, without matplotlib."""
+    from torchquantum_layers import plotting
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        warnings.warn("pes_scan: matplotlib is not installed; no plot written")
+        plotting.require_matplotlib("pes_scan(plot=...)")
+    except ImportError as exc:
+        warnings.warn(f"{exc}; no plot written")
         return None
-    r = [row["bond_length"] for row in table]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(r, [row["hf"] for row in table], "--", label="Hartree–Fock")
-    ax.plot(r, [row["fci"] for row in table], "-", label="FCI")
-    ax.plot(r, [row["vqe"] for row in table], "o", label="VQE")
-    ax.set_xlabel("bond length (Å)")
-    ax.set_ylabel("energy (Ha)")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    plotting.dissociation_curve(table, path=path)
     return str(path)

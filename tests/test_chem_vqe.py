@@ -270,13 +270,13 @@ def _example(name):
 
 
 def test_example_vqe_h2(capsys):
-    errors = _example("vqe_h2").main(["--every", "50"])
+    errors = _example("vqe_h2").main(["--every", "50", "--no-plots"])   # figures: test_examples
     assert all(abs(e) < CHEM_ACC for e in errors.values())
     assert "within chemical accuracy: yes" in capsys.readouterr().out
 
 
 def test_example_h2_dissociation(capsys):
-    rows = _example("h2_dissociation").main(["--points", "3"])
+    rows = _example("h2_dissociation").main(["--points", "3", "--no-plots"])
     assert [round(r[0], 2) for r in rows] == [0.5, 1.5, 2.5]
     assert all(abs(r[4]) < CHEM_ACC for r in rows) and all(r[2] < r[1] for r in rows)
     assert "VQE-FCI" in capsys.readouterr().out

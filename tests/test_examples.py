@@ -16,3 +16,43 @@ def test_train_small_circuit_reaches_the_bell_state():
     energy, fidelity = load("train_small_circuit").main(steps=120)
     assert energy < -2.99
     assert fidelity > 0.995
+
+
+# ------------------------------------------------------------------------------------------------
+# the examples save their figure (matplotlib present) into --out and print where
+def _figure_saved(path, printed):
+    import pytest
+    pytest.importorskip("matplotlib")
+    from .pngcheck import assert_png
+    assert_png(path)
+    assert f"saved to {path}" in printed
+
+
+def test_vqe_h2_saves_its_training_curves(tmp_path, capsys):
+    errors = load("vqe_h2").main(["--steps", "60", "--every", "100", "--out", str(tmp_path)])
+    assert all(abs(e) < 1.6e-3 for e in errors.values())
+    _figure_saved(tmp_path / "vqe_h2_convergence.png", capsys.readouterr().out)
+
+
+def test_h2_dissociation_saves_its_curve(tmp_path, capsys):
+    rows = load("h2_dissociation").main(["--points", "3", "--out", str(tmp_path)])
+    assert len(rows) == 3 and all(abs(r[4]) < 1.6e-3 for r in rows)
+    _figure_saved(tmp_path / "h2_dissociation.png", capsys.readouterr().out)
+
+
+def test_qaoa_maxcut_saves_its_histogram(tmp_path, capsys):
+    res = load("qaoa_maxcut").main(["--out", str(tmp_path), "--threads", "1"])
+    assert float(res.approximation_ratio) > 0.9       # Paddle's graph, p = 4
+    _figure_saved(tmp_path / "qaoa_maxcut_histogram.png", capsys.readouterr().out)
+
+
+def test_hybrid_classifier_saves_its_decision_boundary(tmp_path, capsys):
+    path = tmp_path / "boundary.png"
+    out = load("hybrid_classifier").main(epochs=10, n_test=50, plot_path=str(path))
+    assert out["test_acc"] >= 0.9 and out["plot"] == str(path)
+    _figure_saved(path, capsys.readouterr().out)
+
+
+def test_no_plots_writes_nothing(tmp_path):
+    load("h2_dissociation").main(["--points", "1", "--out", str(tmp_path / "none"), "--no-plots"])
+    assert not (tmp_path / "none").exists()

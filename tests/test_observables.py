@@ -607,3 +607,16 @@ def test_shots_mean_is_unbiased():
 def test_module_cap_constant_is_documented():
     assert obsmod.TABLE_CACHE_BYTES == 512 * 2 ** 20
     assert "TABLE_CACHE_BYTES" in obsmod.__doc__ and "512 MiB" in obsmod.__doc__
+
+
+def test_diagonal_table_of_all_z_observables_matches_dense():
+    from torchquantum_layers.observables import diagonal_table
+    n = 4
+    obs = [PauliString("Z0"), Hamiltonian.from_string("0.5*Z0 Z3 - 1.25*Z2 + 0.75"),
+           Hamiltonian([(2.0, "Z1 Z2 Z3"), (-0.5, "Z1 Z2 Z3")])]
+    for dtype in (torch.complex64, torch.complex128):
+        table = diagonal_table(obs, n, dtype, "cpu")
+        for row, o in zip(table, obs):
+            dense = np.asarray(o.to_dense(n)) if hasattr(o, "to_dense") else None
+            np.testing.assert_allclose(row.numpy(), np.real(np.diag(dense)), atol=1e-6)
+    assert diagonal_table([PauliString("Z0"), PauliString("X1")], n, torch.complex64, "cpu") is None

@@ -1,5 +1,5 @@
 """torchquantum-layers: quantum circuits as batched, differentiable PyTorch modules."""
-from . import chem, checks, exact, functional, gates, grad, kernels, measure, mixed, observables, optimization, qasm, qinfo, qml, research, templates
+from . import chem, checks, exact, functional, gates, grad, kernels, measure, mixed, observables, optimization, plotting, qasm, qinfo, qml, research, templates
 from .circuit import Circuit, Input, Param
 from .gates import Gate, controlled, get_gate
 from .grad import expval

@@ -2,16 +2,20 @@
 from __future__ import annotations
 
 
-def _label(circuit, op):
+def _angle_text(circuit, a, values: bool = False) -> str:
+    """``w<index>`` for a trainable angle (its value with ``values``), ``x<column>`` for an input."""
     from .circuit import Input, Param
-    parts = []
-    for a in op.angles:
-        if isinstance(a, Param):
-            parts.append(f"w{a.index}" if a.scale == 1 else f"{a.scale:g}*w{a.index}")
-        elif isinstance(a, Input):
-            parts.append(f"x{a.column}" if a.scale == 1 else f"{a.scale:g}*x{a.column}")
-        else:
-            parts.append(f"{a:.3g}")
+    if isinstance(a, Param):
+        if values:
+            return f"{a.scale * float(circuit.weights.detach()[a.index]):.3g}"
+        return f"w{a.index}" if a.scale == 1 else f"{a.scale:g}*w{a.index}"
+    if isinstance(a, Input):
+        return f"x{a.column}" if a.scale == 1 else f"{a.scale:g}*x{a.column}"
+    return f"{a:.3g}"
+
+
+def _label(circuit, op):
+    parts = [_angle_text(circuit, a) for a in op.angles]
     name = op.gate.name + ("†" if op.adjoint and not op.gate.self_inverse else "")
     return name + (f"({', '.join(parts)})" if parts else "")
 
@@ -64,40 +68,117 @@ def draw_text(circuit) -> str:
     return "\n".join(r + "─" for r in rows)
 
 
-def draw_mpl(circuit, ax=None, filename=None):
-    """A matplotlib figure of the circuit (needs the ``plot`` extra)."""
-    try:
-        import matplotlib
-        if filename is not None:
-            matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError("circuit.draw('mpl') needs matplotlib: pip install 'torchquantum-layers[plot]'") from exc
+# short names where the table's name would make a box several columns wide (as PennyLane draws them)
+_SHORT = {"SINGLEEXCITATION": "G", "DOUBLEEXCITATION": "G²", "QUBITUNITARY": "U", "DIAGONALUNITARY": "Diag",
+          "MULTIRZ": "MultiRZ"}
+_CHAR_W = 0.13          # width of one label character in wire spacings (9 pt text, 0.6 in per wire)
+_DOT = 0.09             # radius of a control dot
+_OPLUS = 0.2            # radius of the ⊕ target
+
+
+def _mpl_label(circuit, op, values: bool) -> str:
+    """A box's label: the (target) gate's name, short where the table's is long, and its angles."""
+    g = op.gate
+    base = g.target.name if g.n_controls else g.name
+    name = _SHORT.get(base, base) + ("†" if op.adjoint and not g.self_inverse else "")
+    parts = [_angle_text(circuit, a, values) for a in op.angles]
+    return name + (f"({', '.join(parts)})" if parts else "")
+
+
+def _parts(op):
+    """(control wires, target wires, target kind) with kind "x" (⊕), "z" (dot), "swap" (×) or "box"."""
+    g = op.gate
+    if g.n_controls:
+        controls, targets, tname = op.wires[:g.n_controls], op.wires[g.n_controls:], g.target.name
+    elif g.name == "MULTICONTROLLEDX":
+        controls, targets, tname = op.wires[:-1], op.wires[-1:], "X"
+    else:
+        controls, targets, tname = (), op.wires, g.name
+    kind = {"X": "x", "Z": "z", "SWAP": "swap"}.get(tname, "box")
+    if kind == "x" and len(targets) != 1:
+        kind = "box"
+    if not controls and kind in ("x", "z"):
+        kind = "box"                     # a plain X or Z gate is a labelled box
+    return controls, targets, kind
+
+
+def _column_widths(circuit, columns, values):
+    widths = []
+    for column in columns:
+        w = 0.6
+        for op in column:
+            if _parts(op)[2] == "box":
+                w = max(w, _CHAR_W * len(_mpl_label(circuit, op, values)) + 0.3)
+        widths.append(w)
+    return widths
+
+
+def draw_mpl(circuit, ax=None, path=None, filename=None, show_values: bool = False, fontsize: float = 9):
+    """A matplotlib figure of the circuit (needs the ``plot`` extra); returns the Figure.
+
+    Wires are horizontal lines (wire 0 on top), gates labelled boxes in the columns of the text
+    drawing; controlled gates have a dot on each control and ⊕ on an X target (a dot on a Z
+    target, × on SWAP targets). Fixed angles are printed as numbers, trainable ones as
+    ``w<index>`` (``show_values=True``: their current values) and input angles as ``x<column>``.
+    ``path`` (or ``filename``) saves a PNG; ``ax`` draws into an existing Axes.
+    """
+    from .plotting import new_figure, require_matplotlib, save_figure
+    require_matplotlib("circuit.draw('mpl')")
+    from matplotlib.patches import Circle, FancyBboxPatch
     columns = _layers(circuit)
     n = circuit.n_wires
+    widths = _column_widths(circuit, columns, show_values)
+    gap = 0.35
+    centres, x = [], gap
+    for w in widths:
+        centres.append(x + w / 2)
+        x += w + gap
+    total = x
     if ax is None:
-        fig, ax = plt.subplots(figsize=(1.2 + 0.9 * max(1, len(columns)), 0.6 + 0.6 * n))
-    else:
-        fig = ax.figure
+        # 0.6 inch per wire spacing keeps 9 pt labels inside their boxes (see _CHAR_W)
+        fig = new_figure("circuit.draw('mpl')", figsize=(0.6 * (total + 1.0), 0.6 * (n + 0.4)))
+        ax = fig.add_subplot()
+    fig = ax.figure
     for w in range(n):
-        ax.plot([-0.5, len(columns) - 0.5], [-w, -w], color="black", lw=1, zorder=0)
-        ax.text(-0.7, -w, f"q{w}", ha="right", va="center")
-    for x, column in enumerate(columns):
+        ax.plot([0, total], [-w, -w], color="black", lw=1, zorder=0)
+        ax.text(-0.15, -w, f"q{w}", ha="right", va="center", fontsize=fontsize)
+    box_style = dict(boxstyle="round,pad=0,rounding_size=0.08", fc="white", ec="black", lw=1, zorder=3)
+    for xc, width, column in zip(centres, widths, columns):
         for op in column:
-            g = op.gate
+            controls, targets, kind = _parts(op)
             ys = [-w for w in op.wires]
             if len(ys) > 1:
-                ax.plot([x, x], [min(ys), max(ys)], color="black", lw=1, zorder=1)
-            controls = op.wires[:g.n_controls]
+                ax.plot([xc, xc], [min(ys), max(ys)], color="black", lw=1, zorder=1)
             for w in controls:
-                ax.scatter([x], [-w], color="black", s=30, zorder=3)
-            label = _label(circuit, op)
-            for w in op.wires[g.n_controls:]:
-                ax.text(x, -w, label if not g.n_controls else g.target.name, ha="center", va="center",
-                        fontsize=7, zorder=4, bbox=dict(boxstyle="round", fc="white", ec="black"))
-    ax.set_xlim(-1.2, len(columns))
-    ax.set_ylim(-n + 0.4, 0.6)
+                ax.add_patch(Circle((xc, -w), _DOT, color="black", zorder=4))
+            if kind == "x":
+                y = -targets[0]
+                ax.add_patch(Circle((xc, y), _OPLUS, fc="white", ec="black", lw=1, zorder=4))
+                ax.plot([xc - _OPLUS, xc + _OPLUS], [y, y], color="black", lw=1, zorder=5)
+                ax.plot([xc, xc], [y - _OPLUS, y + _OPLUS], color="black", lw=1, zorder=5)
+            elif kind == "z":
+                for w in targets:
+                    ax.add_patch(Circle((xc, -w), _DOT, color="black", zorder=4))
+            elif kind == "swap":
+                s = 0.14
+                for w in targets:
+                    ax.plot([xc - s, xc + s], [-w - s, -w + s], color="black", lw=1.3, zorder=4)
+                    ax.plot([xc - s, xc + s], [-w + s, -w - s], color="black", lw=1.3, zorder=4)
+            else:
+                top, bottom = -min(targets), -max(targets)
+                half = 0.3
+                ax.add_patch(FancyBboxPatch((xc - width / 2, bottom - half), width, top - bottom + 2 * half,
+                                            **box_style))
+                ax.text(xc, (top + bottom) / 2, _mpl_label(circuit, op, show_values), ha="center", va="center",
+                        fontsize=fontsize, zorder=6)
+                # a box over untouched wires, or over wires out of order, numbers the wires it acts on
+                span = list(range(min(targets), max(targets) + 1))
+                if len(targets) > 1 and list(targets) != span:
+                    for i, w in enumerate(targets):
+                        ax.text(xc - width / 2 + 0.04, -w, str(i), ha="left", va="center",
+                                fontsize=fontsize * 0.7, zorder=6)
+    ax.set_xlim(-0.7, total + 0.1)
+    ax.set_ylim(-(n - 1) - 0.6, 0.6)
+    ax.set_aspect("equal")
     ax.axis("off")
-    if filename is not None:
-        fig.savefig(filename, dpi=120, bbox_inches="tight")
-    return fig
+    return save_figure(fig, path if path is not None else filename)

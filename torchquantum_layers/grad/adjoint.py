@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ..circuit import Input, Param
+from ..observables import diagonal_table
 from ..engine import apply_perm_step, build_plan, run_circuit, single_wire_tables, step_matrix
 from ..kernels.apply import (_level_positions, apply_diagonal_unchecked, apply_matrix_unchecked,
                              apply_two_level_unchecked)
@@ -166,10 +167,14 @@ class AdjointExpval(torch.autograd.Function):
         x_leaf = x.detach().requires_grad_(need_x) if x is not None else None
         with torch.no_grad():
             g = grad_values.to(psi.real.dtype)
-            lam = None
-            for k, obs in enumerate(observables):
-                term = ctx.apply_hamiltonian(psi, obs) * g[:, k:k + 1]
-                lam = term if lam is None else lam + term
+            table = diagonal_table(observables, n, psi.dtype, psi.device)
+            if table is not None:       # all-Z observables: the bra is one diagonal, g @ table
+                lam = psi * (g @ table)
+            else:
+                lam = None
+                for k, obs in enumerate(observables):
+                    term = ctx.apply_hamiltonian(psi, obs) * g[:, k:k + 1]
+                    lam = term if lam is None else lam + term
             if lam.shape[0] != psi.shape[0]:
                 lam = lam.expand_as(psi)
         grad_w = torch.zeros_like(weights) if need_w else None

@@ -88,15 +88,11 @@ def gradient_variance(n_wires: Sequence[int] = (2, 3, 4, 5, 6, 7, 8), samples: i
 def plot_gradient_variance(result: BarrenResult, ax=None, path: Optional[str] = None):
     """Semilog plot of the gradient variance against the qubit count (needs matplotlib: install
     the ``plot`` extra, ``pip install torchquantum-layers[plot]``). Returns the Axes."""
-    try:
-        import matplotlib
-        if ax is None and path is not None:
-            matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:           # pragma: no cover - depends on the environment
-        raise ImportError("plot_gradient_variance needs matplotlib: pip install 'torchquantum-layers[plot]'") from exc
+    from ..plotting import new_figure, require_matplotlib
+    require_matplotlib("plot_gradient_variance")
     if ax is None:
-        _, ax = plt.subplots(figsize=(5, 3.5))
+        # a pyplot-free figure: no backend switch, nothing left in pyplot's figure list
+        ax = new_figure("plot_gradient_variance", figsize=(5, 3.5)).subplots()
     ax.semilogy(result.n_wires, result.variance, "o-", label="Var[∂E/∂θ₁]")
     if len(result.n_wires) > 1:
         fit = np.exp(np.polyval(np.polyfit(result.n_wires, np.log(result.variance), 1), result.n_wires))

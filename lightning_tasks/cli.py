@@ -31,6 +31,7 @@ import warnings
 from typing import Optional, Sequence
 
 import pytorch_lightning as pl
+from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 
 __all__ = ["main", "TQLCLI", "default_loggers"]
@@ -115,7 +116,11 @@ class TQLCLI(LightningCLI):
         if "logger" not in kwargs and cfg.get("logger") in (None, True):
             root = cfg.get("default_root_dir") or os.getcwd()
             kwargs["logger"] = default_loggers(str(root))
-        return super().instantiate_trainer(**kwargs)
+        trainer = super().instantiate_trainer(**kwargs)
+        for cb in trainer.checkpoint_callbacks:
+            if isinstance(cb, ModelCheckpoint) and cb.save_last is None:
+                cb.save_last = True         # `--ckpt_path .../checkpoints/last.ckpt` resumes any run
+        return trainer
 
 
 def main(argv: Optional[Sequence[str]] = None):

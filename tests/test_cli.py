@@ -136,7 +136,8 @@ def test_unknown_model_and_bad_values(capsys):
 def test_resume_with_ckpt_path(tmp_path):
     cfg = str(ROOT / "examples" / "configs" / "qaoa_maxcut.yaml")
     main(["fit", "--config", cfg, "--trainer.max_steps", "2", "--trainer.default_root_dir", str(tmp_path)] + QUICK)
-    ckpt = next((tmp_path / "lightning_logs" / "version_0" / "checkpoints").glob("*.ckpt"))
+    ckpt = tmp_path / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt"     # save_last default
+    assert ckpt.exists()
     main(["fit", "--config", cfg, "--trainer.max_steps", "4", "--trainer.default_root_dir", str(tmp_path),
           "--ckpt_path", str(ckpt)] + QUICK)
     resumed = metrics(tmp_path, version=1)

@@ -114,6 +114,8 @@ class QuantumLayer(nn.Module):
         if diff_method is None:
             diff_method = "backprop" if shots is None else "parameter-shift"
         self.diff_method = check_diff_method(diff_method)
+        if shots is not None and diff_method == "auto":
+            diff_method = self.diff_method = "parameter-shift"   # as tql.expval resolves it
         if shots is not None and diff_method != "parameter-shift":
             raise ValueError(f"QuantumLayer: shots={shots} needs diff_method='parameter-shift' (sampled "
                              f"estimates carry no autograd graph), got {diff_method!r}")

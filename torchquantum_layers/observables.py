@@ -1210,24 +1210,22 @@ class _ExpvalPlan:
         return t if t is not None else self._build(g, r)
 
     def _stacked(self):
-        """Gather path, per pivot wire p (last X wire, natural order): the groups of that class,
-        the index (G_p*K,) of ψ[1_p, k⊕x'] for k over the p=0 half, and their tables (G_p*K, n_obs)."""
+        """Gather path, all groups at once: the indices (ΣG·K,) of ψ₀[k] and of ψ₁[k⊕x'] for k over
+        each group's pivot-0 half (pivot p = last X wire, natural order), and the groups' tables
+        stacked to (ΣG·2K, n_obs). Two gathers, one product and one GEMM per call, whatever the
+        number of X masks (one set per pivot class cost ~4 calls per class)."""
         if self._stack is None:
             n, K = self.n, 2 ** (self.n - 1)
-            classes = {}
-            for g in self.groups:
-                classes.setdefault(g.x.bit_length() - 1, []).append(g)
-            stack = []
-            for p, gs in sorted(classes.items()):
-                # full index of the pivot-0 half point k (natural order without p), then ⊕ x
-                k = torch.arange(K, device=self.device)
+            k = torch.arange(K, device=self.device)
+            zeros, flips, tables = [], [], []
+            for g in sorted(self.groups, key=lambda g: g.x.bit_length()):
+                p = g.x.bit_length() - 1
                 hi, lo = k >> (n - 1 - p), k & ((1 << (n - 1 - p)) - 1)
                 j0 = (hi << (n - p)) | lo
-                xs = torch.tensor([g.xb for g in gs], dtype=torch.int64, device=self.device)
-                index = (j0[None, :] ^ xs[:, None]).reshape(-1)
-                table = torch.cat([self.table(g, 0) for g in gs], 0)           # (G_p*2K, n_obs)
-                stack.append((p, len(gs), index, table))
-            self._stack = stack
+                zeros.append(j0)
+                flips.append(j0 ^ g.xb)
+                tables.append(self.table(g, 0))
+            self._stack = (torch.cat(zeros), torch.cat(flips), torch.cat(tables, 0))
         return self._stack
 
     def use_gather(self, batch: int) -> bool:
@@ -1249,15 +1247,12 @@ class _ExpvalPlan:
         if not self.groups:
             return E
         if method == "gather" or (method == "auto" and self.use_gather(B)):
-            # per pivot class: gather conj(ψ₁[k⊕x']) for all its groups, times the shared ψ₀ view
-            psic = torch.conj_physical(psi)
-            for p, G, index, table in self._stacked():
-                # torch.gather: ~5x faster than index_select here
-                P = torch.gather(psic, 1, index.expand(B, -1)).view(B, G, N // 2)
-                # ψ₀ of this pivot made contiguous once: the broadcast multiply then runs on long rows
-                a = psi.view(B, 2 ** p, 2, 2 ** (self.n - 1 - p))[:, :, 0].reshape(B, 1, N // 2)
-                W = torch.view_as_real(P * a if grad else P.mul_(a)).reshape(B, -1)
-                E = E + W @ table if grad else _accumulate(E, W, table)
+            # torch.gather: ~5x faster than index_select here
+            index_0, index_1, table = self._stacked()
+            A = torch.gather(psi, 1, index_0.expand(B, -1))
+            P = torch.gather(torch.conj_physical(psi), 1, index_1.expand(B, -1))
+            W = torch.view_as_real(P * A if grad else P.mul_(A)).reshape(B, -1)
+            E = E + W @ table if grad else _accumulate(E, W, table)
             return E
         if grad:
             return self._loop_grad(psi, E)

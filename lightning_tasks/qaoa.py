@@ -70,6 +70,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from torchquantum_layers import optimization as opt
+from torchquantum_layers.optim import make_optimizer, optimizer_class
 from torchquantum_layers.optimization.problems import MAX_EXACT_QUBITS
 
 __all__ = ["QAOATask", "QAOABest", "named_graph", "PROBLEMS", "PADDLE_GRAPH", "INITS", "OPTIMIZERS"]
@@ -161,15 +162,6 @@ def _plain_graph(graph, n_nodes):
     # the problem builder checks the weights with its own rules
     g = opt.as_graph(graph, n_nodes, what="QAOATask: graph", allow_negative=True)
     return [[u, v, w] for u, v, w in g.edge_list()]
-
-
-def _optimizer_class(name: str):
-    """A ``torch.optim`` class by case-insensitive name, or None."""
-    for attr in dir(torch.optim):
-        cls = getattr(torch.optim, attr)
-        if attr.lower() == name.lower() and isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer):
-            return cls
-    return None
 
 
 def _positive_int(value, name):
@@ -270,7 +262,7 @@ class QAOATask(pl.LightningModule):
             raise ValueError(f"{what}: diff_method must be one of {', '.join(DIFF_METHODS)} for QAOA, "
                              f"got {diff_method!r}")
         if not isinstance(optimizer, str) or (optimizer.lower() not in OPTIMIZERS
-                                              and _optimizer_class(optimizer) is None):
+                                              and optimizer_class(optimizer) is None):
             raise ValueError(f"{what}: unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZERS)} "
                              f"or a torch.optim class name")
         if dtype not in _DTYPES:
@@ -466,19 +458,9 @@ class QAOATask(pl.LightningModule):
             self.log("optimum_probability", prob @ self._optimum_vec, prog_bar=True, **log)
 
     def configure_optimizers(self):
-        name, lr = self.hparams.optimizer, self.hparams.lr
-        params = [self.angles]
-        key = name.lower()
-        if key == "adam":
-            return torch.optim.Adam(params, lr=0.05 if lr is None else lr)
-        if key == "sgd":
-            return torch.optim.SGD(params, lr=0.05 if lr is None else lr)
-        if key == "lbfgs":
-            # max_eval must be given: its default (max_iter * 5 // 4 = 1) leaves the line search no evaluation
-            return torch.optim.LBFGS(params, lr=1.0 if lr is None else lr, max_iter=1, max_eval=25, history_size=50,
-                                     tolerance_grad=1e-10, tolerance_change=1e-14, line_search_fn="strong_wolfe")
-        cls = _optimizer_class(name)
-        return cls(params, lr=lr) if lr is not None else cls(params)
+        # QAOA angles move on a smaller scale than VQE's: gentler default steps
+        return make_optimizer(self.hparams.optimizer, [self.angles], self.hparams.lr,
+                              default_lrs={"adam": 0.05, "sgd": 0.05})
 
     def train_dataloader(self):
         return DataLoader(TensorDataset(torch.zeros(1)), batch_size=1)

@@ -31,7 +31,8 @@ from pytorch_lightning.callbacks import EarlyStopping
 from torch.utils.data import DataLoader, TensorDataset
 
 import torchquantum_layers.chem as chem
-from torchquantum_layers.chem.vqe import CHEMICAL_ACCURACY, energy as _energy, make_optimizer
+from torchquantum_layers.chem.vqe import CHEMICAL_ACCURACY, energy as _energy
+from torchquantum_layers.optim import make_optimizer, optimizer_class
 from torchquantum_layers.grad import AUTO, DIFF_METHODS
 
 __all__ = ["VQETask", "ChemicalAccuracyStopping", "fit_vqe", "pes_scan", "ANSATZE", "OPTIMIZERS",
@@ -46,15 +47,6 @@ _QUIET = (".*does not have many workers.*", ".*fewer steps than.*", ".*has fewer
           ".*LightningModule.*has parameters that were not used.*", ".*GPU available but not used.*",
           ".*TPU available.*", ".*`training_step` returned `None`.*",
           ".*isinstance\\(treespec, LeafSpec\\)` is deprecated.*")
-
-
-def _optimizer_class(name):
-    """A ``torch.optim`` class for a name outside :data:`OPTIMIZERS` (case-insensitive), or None."""
-    for attr in dir(torch.optim):
-        cls = getattr(torch.optim, attr)
-        if attr.lower() == name.lower() and isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer):
-            return cls
-    return None
 
 
 def _plain_geometry(geometry):
@@ -97,7 +89,7 @@ class VQETask(pl.LightningModule):
         if diff_method not in DIFF_METHODS + (AUTO,):
             raise ValueError(f"VQETask: unknown diff_method {diff_method!r}; choose one of "
                              f"{', '.join(DIFF_METHODS + (AUTO,))}")
-        if not isinstance(optimizer, str) or (optimizer.lower() not in OPTIMIZERS and _optimizer_class(optimizer) is None):
+        if not isinstance(optimizer, str) or (optimizer.lower() not in OPTIMIZERS and optimizer_class(optimizer) is None):
             raise ValueError(f"VQETask: unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZERS)} "
                              f"or a torch.optim class name")
         if dtype not in _DTYPES:
@@ -176,11 +168,7 @@ class VQETask(pl.LightningModule):
         return e
 
     def configure_optimizers(self):
-        name, lr = self.hparams.optimizer, self.hparams.lr
-        if name.lower() in OPTIMIZERS:
-            return make_optimizer(name.lower(), self.parameters(), lr)
-        cls = _optimizer_class(name)
-        return cls(self.parameters(), lr=lr) if lr is not None else cls(self.parameters())
+        return make_optimizer(self.hparams.optimizer, self.parameters(), self.hparams.lr)
 
     def train_dataloader(self):
         return DataLoader(TensorDataset(torch.zeros(1)), batch_size=1)

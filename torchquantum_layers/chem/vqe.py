@@ -14,6 +14,7 @@ import torch
 
 from ..circuit import Circuit
 from ..grad import circuit_expval
+from ..optim import make_optimizer
 
 __all__ = ["energy", "vqe", "VQEResult", "ssvqe", "ssvqe_loss", "SSVQEResult", "make_optimizer",
            "CHEMICAL_ACCURACY"]
@@ -26,32 +27,6 @@ def energy(circuit: Circuit, H, state=None, diff_method: str = "backprop") -> to
     """⟨H⟩ after ``circuit`` (a 0-d tensor; ``(B,)`` when ``state`` is a batch of B > 1 states)."""
     e = circuit_expval(circuit, H, state=state, diff_method=diff_method)
     return e[0] if e.dim() == 1 and e.shape[0] == 1 else e
-
-
-def make_optimizer(optimizer, params, lr: Optional[float] = None) -> torch.optim.Optimizer:
-    """``"adam"`` (lr 0.1), ``"sgd"`` (lr 0.2), ``"lbfgs"`` (lr 1, one iteration per step with a
-    strong-Wolfe line search of up to 25 evaluations), a ``torch.optim.Optimizer`` class, or a
-    callable ``params -> optimizer``."""
-    params = list(params)
-    if isinstance(optimizer, torch.optim.Optimizer):
-        return optimizer
-    if isinstance(optimizer, str):
-        key = optimizer.lower()
-        if key == "adam":
-            return torch.optim.Adam(params, lr=0.1 if lr is None else lr)
-        if key == "sgd":
-            return torch.optim.SGD(params, lr=0.2 if lr is None else lr)
-        if key == "lbfgs":
-            # max_eval must be given: its default (max_iter * 5 // 4 = 1) leaves the line search no evaluation
-            return torch.optim.LBFGS(params, lr=1.0 if lr is None else lr, max_iter=1, max_eval=25, history_size=50,
-                                     tolerance_grad=1e-10, tolerance_change=1e-14, line_search_fn="strong_wolfe")
-        raise ValueError(f"optimizer must be 'adam', 'sgd', 'lbfgs', an Optimizer class or a callable, got "
-                         f"{optimizer!r}")
-    if isinstance(optimizer, type) and issubclass(optimizer, torch.optim.Optimizer):
-        return optimizer(params, lr=lr) if lr is not None else optimizer(params)
-    if callable(optimizer):
-        return optimizer(params)
-    raise TypeError(f"optimizer must be a name, an Optimizer class or a callable, got {type(optimizer).__name__}")
 
 
 def _run(loss_fn, params, optimizer, lr, steps, stop, callback):

@@ -55,3 +55,29 @@ def table(rows, headers) -> str:
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
     body = ["| " + " | ".join(str(r[i]).ljust(w) for i, w in enumerate(widths)) + " |" for r in rows]
     return "\n".join([line, sep, *body])
+
+
+def _run_for(fn, min_time):
+    loops, start = 0, time.perf_counter()
+    while True:
+        fn()
+        loops += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_time:
+            return elapsed / loops
+
+
+def paired(fn, state, rounds, min_time=0.05):
+    """Median over rounds of time(fn) / time(clone), each round timing clone, fn, clone in turn
+    (robust to the load of a shared machine drifting during the run). Returns (ratio, t, tc)."""
+    fn()
+    ratios, ts, tcs = [], [], []
+    for _ in range(rounds):
+        t0 = _run_for(lambda: state.clone(), min_time)
+        t = _run_for(fn, min_time)
+        t1 = _run_for(lambda: state.clone(), min_time)
+        tc = (t0 + t1) / 2
+        ratios.append(t / tc)
+        ts.append(t)
+        tcs.append(tc)
+    return statistics.median(ratios), statistics.median(ts), statistics.median(tcs)

@@ -20,7 +20,7 @@ import torchquantum_layers as tql  # noqa: E402
 from torchquantum_layers import gates as G  # noqa: E402
 from torchquantum_layers.engine import run_circuit  # noqa: E402
 
-from common import clone_time, machine, table, timeit, today  # noqa: E402
+from common import machine, paired, table, timeit, today  # noqa: E402
 
 DT = {"c64": torch.complex64, "c128": torch.complex128}
 
@@ -35,24 +35,35 @@ def layered(n, dtype, device, fuse, width):
     return c.double() if dtype == torch.complex128 else c
 
 
-def bench(n, dtype, device, widths):
+def bench(n, dtype, device, widths, rounds):
+    """Every ratio is a median over rounds that time clone, operation, clone in turn (a shared
+    machine's drifting load cancels); CUDA syncs inside the timed calls."""
     state = tql.random_state(n, 1, dtype=dtype, device=device)
-    tc = clone_time(state)
     real = torch.float64 if dtype == torch.complex128 else torch.float32
     theta = torch.tensor(0.3, dtype=real, device=device)
+
+    def ratio(fn):
+        if torch.device(device).type == "cuda":
+            def synced():
+                fn()
+                torch.cuda.synchronize()
+            return paired(synced, state, rounds)[0]
+        return paired(fn, state, rounds)[0]
     wires_1q = [0, n // 2, n - 1]
-    one_q = [timeit(lambda w=w: G.RY.apply(state, (theta,), (w,), n), device) / tc for w in wires_1q]
-    cnot = [timeit(lambda a=a, b=b: G.CNOT.apply(state, (), (a, b), n), device) / tc
+    one_q = [ratio(lambda w=w: G.RY.apply(state, (theta,), (w,), n)) for w in wires_1q]
+    cnot = [ratio(lambda a=a, b=b: G.CNOT.apply(state, (), (a, b), n))
             for a, b in [(0, 1), (n // 2, n // 2 + 1), (n - 2, n - 1), (0, n - 1)]]
-    rzz = [timeit(lambda a=a, b=b: G.RZZ.apply(state, (theta,), (a, b), n), device) / tc
-           for a, b in [(0, 1), (n // 2, n - 1)]]
+    rzz = [ratio(lambda a=a, b=b: G.RZZ.apply(state, (theta,), (a, b), n)) for a, b in [(0, 1), (n // 2, n - 1)]]
     gates_per_layer = 2 * n - 1
     layers = {}
     for fuse, width in [(False, None)] + [(True, w) for w in widths]:
         c = layered(n, dtype, device, fuse, width)
-        with torch.no_grad():
-            t = timeit(lambda: run_circuit(c, state), device, repeats=3)
-        layers["unfused" if not fuse else f"fused k={width}"] = t / tc / gates_per_layer
+
+        def run(c=c):
+            with torch.no_grad():
+                run_circuit(c, state)
+        layers["unfused" if not fuse else f"fused k={width}"] = ratio(run) / gates_per_layer
+    tc = paired(lambda: None, state, 1)[2]
     row = {"n": n, "dtype": str(dtype).replace("torch.", ""), "clone ms": f"{tc * 1e3:.3f}",
            "1q mean": f"{sum(one_q) / len(one_q):.2f}", "1q max": f"{max(one_q):.2f}",
            "CNOT max": f"{max(cnot):.2f}", "RZZ max": f"{max(rzz):.2f}"}
@@ -75,12 +86,16 @@ def main(argv=None):
     ap.add_argument("--dtypes", default="c64,c128")
     ap.add_argument("--fuse-widths", default="2,3,4,5")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved clone/operation rounds (median)")
+    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     widths = [int(w) for w in args.fuse_widths.split(",") if w]
     rows = []
     for n in range(args.nmin, args.nmax + 1, args.step):
         for d in args.dtypes.split(","):
-            rows.append(bench(n, DT[d], args.device, widths))
+            rows.append(bench(n, DT[d], args.device, widths, args.rounds))
             print(f"done n={n} {d}", file=sys.stderr, flush=True)
     headers = list(rows[0].keys())
     for r in rows:
@@ -88,7 +103,7 @@ def main(argv=None):
             if h not in headers:
                 headers.append(h)
     print(f"# kernels benchmark, {today()}, {machine()}, device {args.device}")
-    print("ratios are time / time of torch.clone of the same state (lower is better)")
+    print("ratios are time / time of torch.clone of the same state, median of interleaved rounds (lower is better)")
     print(table([[r.get(h, "") for h in headers] for r in rows], headers))
 
 

@@ -16,6 +16,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
+from torchquantum_layers.runtime import keep_freed_memory  # noqa: E402
 
 from common import machine, table, timeit, today  # noqa: E402
 from gradients import model  # noqa: E402  (the same circuit as the gradient benchmark)
@@ -49,9 +50,12 @@ def main(argv=None):
     ap.add_argument("--methods", default="backprop,adjoint,parameter-shift")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--keep-freed-memory", action="store_true",
+                    help="tql.runtime.keep_freed_memory() first (as the tql command does)")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    kept = keep_freed_memory() if args.keep_freed_memory else False
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:
         for method in args.methods.split(","):
@@ -63,7 +67,8 @@ def main(argv=None):
                 rows.append([n, method, width or "default", f"{t * 1e3:.1f}"])
                 print(f"done n={n} {method} k={width}", file=sys.stderr, flush=True)
     print(f"# layers benchmark, {today()}, {machine()}, device {args.device}")
-    print("one training step (forward + backward + Adam) at batch 256, 4 layers, complex64")
+    print("one training step (forward + backward + Adam) at batch 256, 4 layers, complex64"
+          + (", keep_freed_memory() applied" if kept else ""))
     print(table(rows, ["n", "diff_method", "max_fused_wires", "ms/step"]))
 
 

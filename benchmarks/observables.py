@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 import torch
@@ -29,7 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
 from torchquantum_layers.observables import Hamiltonian, apply_hamiltonian, expectation  # noqa: E402
 
-from common import machine, table, today  # noqa: E402
+from common import machine, paired, table, today  # noqa: E402
 
 DT = {"c64": torch.complex64, "c128": torch.complex128}
 
@@ -80,32 +78,6 @@ def cases(quick: bool):
     except Exception as err:               # noqa: BLE001 - optional rows
         print(f"(bundled molecules skipped: {err})", file=sys.stderr)
     return out
-
-
-def _run_for(fn, min_time):
-    loops, start = 0, time.perf_counter()
-    while True:
-        fn()
-        loops += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_time:
-            return elapsed / loops
-
-
-def paired(fn, state, rounds, min_time=0.05):
-    """Median over rounds of time(fn) / time(clone), each round timing clone, fn, clone in turn
-    (robust to the load of a shared machine drifting during the run). Returns (ratio, t, tc)."""
-    fn()
-    ratios, ts, tcs = [], [], []
-    for _ in range(rounds):
-        t0 = _run_for(lambda: state.clone(), min_time)
-        t = _run_for(fn, min_time)
-        t1 = _run_for(lambda: state.clone(), min_time)
-        tc = (t0 + t1) / 2
-        ratios.append(t / tc)
-        ts.append(t)
-        tcs.append(tc)
-    return statistics.median(ratios), statistics.median(ts), statistics.median(tcs)
 
 
 def bench(name, h, batch, dtype, rounds):

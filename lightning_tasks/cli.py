@@ -34,6 +34,8 @@ import pytorch_lightning as pl
 from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 
+from torchquantum_layers.runtime import keep_freed_memory
+
 __all__ = ["main", "TQLCLI", "default_loggers"]
 
 # Lightning's advice for data-loading pipelines does not apply to one-element datasets
@@ -133,6 +135,8 @@ def main(argv: Optional[Sequence[str]] = None):
     refuses raises that task's own ``ValueError`` / ``TypeError``.
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:            # the console script owns its process: reuse freed state-sized blocks
+        keep_freed_memory()
     if args and args[0] == "demo":
         from .demo import run_demo          # imported only here: the demo pulls in its own dependencies
         result = run_demo(args[1:])

@@ -332,4 +332,6 @@ def exit_status(rows: List[DemoRow]) -> int:
 
 
 if __name__ == "__main__":
+    from torchquantum_layers.runtime import keep_freed_memory
+    keep_freed_memory()         # this process is ours: reuse freed state-sized blocks
     sys.exit(exit_status(run_demo()))

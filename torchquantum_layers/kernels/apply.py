@@ -15,6 +15,11 @@ from .state import n_wires_of
 # A block whose trailing part is this small is widened to a row GEMM (measured: BLAS is
 # slow on many tiny (d, R) right-hand sides, fast on (rows, ≤16) @ (16, 16)).
 _ROW_GEMM_MAX = 16
+# MKL's complex64 row GEMM is 3-5x slower with 2 columns than with 8 (complex128: no gain)
+_MIN_ROW_GEMM = {torch.complex64: 8}
+# From this many amplitudes after a block on, the broadcast batched GEMM beats einsum's permutes
+# (measured at n = 10..22; below it MKL's many small (d, R) products lose, 6-37x a clone).
+_LONG_ROWS = 128
 
 
 def check_wires(wires, n_wires: int, what: str = "operator") -> tuple:
@@ -105,8 +110,9 @@ def apply_block(state: torch.Tensor, matrix: torch.Tensor, first: int, k: int, n
     """Apply a (d, d) or (B, d, d) matrix to the contiguous wires first..first+k-1.
 
     Layouts measured on the 2-core CPU (benchmarks/kernels.py): a row GEMM ``(rows, d) @ (d, d)``
-    when the block ends the register (R = 1) or can be widened to do so cheaply (d·R ≤ 16);
-    otherwise an einsum, which torch lowers to one GEMM/BMM without per-slice overhead.
+    when the block ends the register (R = 1) or can be widened to do so cheaply (d·R ≤ 16), with
+    at least 8 columns in complex64; a broadcast batched GEMM for long trailing runs (R ≥ 128);
+    otherwise an einsum, which torch lowers to one permuted GEMM.
     """
     if matrix.dim() == 3 and matrix.shape[0] == 1:
         matrix = matrix[0]
@@ -119,9 +125,17 @@ def apply_block(state: torch.Tensor, matrix: torch.Tensor, first: int, k: int, n
     if 1 < R and d * R <= _ROW_GEMM_MAX:
         matrix = kron(matrix, torch.eye(R, dtype=matrix.dtype, device=matrix.device))
         d, R = d * R, 1
+    narrow = _MIN_ROW_GEMM.get(state.dtype, 1)
+    if R == 1 and d < narrow and L >= narrow // d:
+        matrix = kron(torch.eye(narrow // d, dtype=matrix.dtype, device=matrix.device), matrix)
+        L, d = L * d // narrow, narrow
     if not batched:
         if R == 1:
             return (state.reshape(B * L, d) @ matrix.transpose(-1, -2)).reshape(B, -1)
+        if R >= _LONG_ROWS:
+            # long rows: a broadcast batched GEMM reads and writes the state once; einsum would
+            # permute it to one (d, B·L·R) GEMM and back (measured 1.2–1.4 vs 2.2–2.4 clone-times)
+            return torch.matmul(matrix, state.reshape(B * L, d, R)).reshape(B, -1)
         return torch.einsum("ij,njr->nir", matrix, state.reshape(B * L, d, R)).reshape(B, -1)
     if R == 1:
         return torch.bmm(state.reshape(B, L, d), matrix.transpose(1, 2)).reshape(B, -1)

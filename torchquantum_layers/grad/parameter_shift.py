@@ -43,6 +43,37 @@ def _values(psi, observables, shots, generator):
     return expectation(psi, list(observables), shots=shots, generator=generator)
 
 
+def add_shift_gradients(op, angles, wants, g, grad_w, grad_x, shifted_state, rest):
+    """Add one op's shift-rule gradients into ``grad_w`` / ``grad_x``.
+
+    ``shifted_state(angles)`` is the state just after ``op`` run with those angles; ``rest(big, m)``
+    runs the rest of the circuit on the m shifted states stacked along the batch and returns
+    their values ``(m, B, n_obs)``. All shifts of the op go through the rest as ONE batch.
+    """
+    shifted, plan = [], []
+    for j, want in enumerate(wants):
+        if not want:
+            continue
+        shifts, coeffs = shift_rule(op.gate.frequencies(j))
+        for s, c in zip(shifts, coeffs):
+            for sign in (1.0, -1.0):
+                a = list(angles)
+                a[j] = a[j] + sign * s
+                shifted.append(shifted_state(tuple(a)))
+            plan.append((j, c))
+    f = rest(torch.cat(shifted, dim=0), len(shifted))
+    df = {}
+    for p, (j, c) in enumerate(plan):
+        df[j] = df.get(j, 0) + c * (f[2 * p] - f[2 * p + 1])
+    for j, d in df.items():
+        a = op.angles[j]
+        contrib = (d * g).sum(-1)          # (B,)
+        if isinstance(a, Param):
+            grad_w[a.index] += a.scale * contrib.sum()
+        else:
+            grad_x[:, a.column] += a.scale * contrib
+
+
 class ParameterShiftExpval(torch.autograd.Function):
     @staticmethod
     def forward(ctx, circuit, observables, shots, generator, x, state, weights):
@@ -73,33 +104,13 @@ class ParameterShiftExpval(torch.autograd.Function):
                 wants = [(isinstance(a, Param) and need_w) or (isinstance(a, Input) and grad_x is not None)
                          for a in op.angles]
                 if any(wants):
-                    shifted, plan = [], []
-                    for j, want in enumerate(wants):
-                        if not want:
-                            continue
-                        shifts, coeffs = shift_rule(op.gate.frequencies(j))
-                        for s, c in zip(shifts, coeffs):
-                            for sign in (1.0, -1.0):
-                                a = list(angles)
-                                a[j] = a[j] + sign * s
-                                shifted.append(_apply(circuit, op, psi, tuple(a), n))
-                            plan.append((j, c))
-                    m = len(shifted)
-                    big = torch.cat(shifted, dim=0)
-                    xr = x.repeat(m, 1) if x is not None else None
-                    for later in ops[i + 1:]:
-                        big = _apply(circuit, later, big, circuit.angle_values(later, xr, weights), n)
-                    f = _values(big, observables, shots, generator).reshape(m, batch, -1)
-                    df = {}
-                    for p, (j, c) in enumerate(plan):
-                        df[j] = df.get(j, 0) + c * (f[2 * p] - f[2 * p + 1])
-                    for j, d in df.items():
-                        a = op.angles[j]
-                        contrib = (d * g).sum(-1)          # (B,)
-                        if isinstance(a, Param):
-                            grad_w[a.index] += a.scale * contrib.sum()
-                        else:
-                            grad_x[:, a.column] += a.scale * contrib
+                    def rest(big, m, i=i):
+                        xr = x.repeat(m, 1) if x is not None else None
+                        for later in ops[i + 1:]:
+                            big = _apply(circuit, later, big, circuit.angle_values(later, xr, weights), n)
+                        return _values(big, observables, shots, generator).reshape(m, batch, -1)
+                    add_shift_gradients(op, angles, wants, g, grad_w, grad_x,
+                                        lambda a, op=op: _apply(circuit, op, psi, a, n), rest)
                 psi = _apply(circuit, op, psi, angles, n)
             grad_state = None
             if need_state:

@@ -542,7 +542,7 @@ class _DensityShift(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_values):
         from ..circuit import Input, Param
-        from ..grad.parameter_shift import shift_rule
+        from ..grad.parameter_shift import add_shift_gradients
         circuit, hams, noise_model = ctx.circuit, ctx.hams, ctx.noise_model
         shots, generator = ctx.shots, ctx.generator
         x, rho0, weights = ctx.saved_tensors
@@ -561,33 +561,14 @@ class _DensityShift(torch.autograd.Function):
                     wants = [(isinstance(a, Param) and need_w) or (isinstance(a, Input) and grad_x is not None)
                              for a in op.angles]
                     if any(wants):
-                        shifted, plan = [], []
-                        for j, want in enumerate(wants):
-                            if not want:
-                                continue
-                            shifts, coeffs = shift_rule(op.gate.frequencies(j))
-                            for s, c in zip(shifts, coeffs):
-                                for sign in (1.0, -1.0):
-                                    a = list(angles)
-                                    a[j] = a[j] + sign * s
-                                    shifted.append(_apply_item(circuit, item, rho, x, weights, tuple(a)))
-                                plan.append((j, c))
-                        m = len(shifted)
-                        big = torch.cat(shifted, dim=0)
-                        xr = x.repeat(m, 1) if x is not None else None
-                        for later in items[i + 1:]:
-                            big = _apply_item(circuit, later, big, xr, weights)
-                        f = expectation(big, hams, shots=shots, generator=generator).reshape(m, batch, -1)
-                        df = {}
-                        for p, (j, c) in enumerate(plan):
-                            df[j] = df.get(j, 0) + c * (f[2 * p] - f[2 * p + 1])
-                        for j, d in df.items():
-                            a = op.angles[j]
-                            contrib = (d * g).sum(-1)
-                            if isinstance(a, Param):
-                                grad_w[a.index] += a.scale * contrib.sum()
-                            else:
-                                grad_x[:, a.column] += a.scale * contrib
+                        def rest(big, m, i=i):
+                            xr = x.repeat(m, 1) if x is not None else None
+                            for later in items[i + 1:]:
+                                big = _apply_item(circuit, later, big, xr, weights)
+                            return expectation(big, hams, shots=shots, generator=generator).reshape(m, batch, -1)
+                        add_shift_gradients(op, angles, wants, g, grad_w, grad_x,
+                                            lambda a, item=item: _apply_item(circuit, item, rho, x, weights, a),
+                                            rest)
                 rho = _apply_item(circuit, item, rho, x, weights)
         grad_rho = None
         if need_rho:

@@ -17,7 +17,6 @@ is saved to ``<out>/hybrid_classifier_<model>.png``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import time
 
@@ -28,24 +27,7 @@ from torch import nn
 import torchquantum_layers as tql
 from torchquantum_layers import plotting
 from torchquantum_layers.qml import datasets
-
-
-@contextlib.contextmanager
-def torch_threads(n):
-    """Run with ``n`` intra-op threads (``None``: leave torch's setting), then restore it.
-
-    States of a few qubits are far too small for intra-op parallelism; one thread avoids the
-    spinning worker threads that make a busy machine many times slower.
-    """
-    if n is None:
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
+from torchquantum_layers.runtime import torch_threads
 
 
 def paddle_features(x: torch.Tensor) -> torch.Tensor:

@@ -15,7 +15,6 @@ Run ``python examples/lightning_classifier.py --dataset all``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import time
 
 import pytorch_lightning as pl
@@ -23,24 +22,7 @@ import torch
 
 from lightning_tasks.classifier import HybridClassifier
 from lightning_tasks.data import CirclesDataModule, DigitsDataModule, IrisDataModule, MoonsDataModule
-
-
-@contextlib.contextmanager
-def torch_threads(n):
-    """Run with ``n`` intra-op threads (``None``: leave torch's setting), then restore it.
-
-    States of a few qubits are far too small for intra-op parallelism; one thread avoids the
-    spinning worker threads that make a busy machine many times slower.
-    """
-    if n is None:
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
+from torchquantum_layers.runtime import torch_threads
 
 
 # data module kwargs, model kwargs, epochs

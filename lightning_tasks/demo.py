@@ -36,6 +36,7 @@ from typing import List
 import torch
 
 from torchquantum_layers import plotting
+from torchquantum_layers.runtime import torch_threads
 
 __all__ = ["run_demo", "DemoRow", "format_table", "exit_status", "PETERSEN_EDGES", "build_parser"]
 
@@ -310,14 +311,10 @@ def run_demo(argv=None) -> List[DemoRow]:
     if args.threads < 1:
         raise ValueError(f"tql demo: --threads must be >= 1, got {args.threads}")
     ctx = _Context(args)
-    old_threads = torch.get_num_threads()
-    torch.set_num_threads(args.threads)
-    try:
+    with torch_threads(args.threads):
         if not args.no_plots and not ctx.plots:
             print("matplotlib is not installed: no figures (pip install 'torchquantum-layers[plot]')")
         rows = [run(ctx) for run in RUNS]
-    finally:
-        torch.set_num_threads(old_threads)
     print()
     print(format_table(rows))
     total = ctx.elapsed()

@@ -8,11 +8,14 @@ two thirds of its time there (benchmarks/RESULTS.md: 3.2â€“5.0 s per step, 1.7â€
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import platform
 
-__all__ = ["keep_freed_memory"]
+import torch
+
+__all__ = ["keep_freed_memory", "torch_threads"]
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -37,3 +40,21 @@ def keep_freed_memory(limit_bytes: int = 2 ** 30) -> bool:
     ok = libc.mallopt(_M_MMAP_THRESHOLD, ctypes.c_int(limit_bytes))
     ok &= libc.mallopt(_M_TRIM_THRESHOLD, ctypes.c_int(_INT_MAX))
     return bool(ok)
+
+
+@contextlib.contextmanager
+def torch_threads(n):
+    """Run with ``n`` intra-op threads (``None``: leave torch's setting), then restore it.
+
+    States of a few qubits are far too small for intra-op parallelism; one thread avoids the
+    spinning worker threads that make a busy machine many times slower.
+    """
+    if n is None:
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 
@@ -41,6 +42,8 @@ def model(n, layers, device):
 
 
 def timing(device, repeats):
+    """Value + gradient per method, and its ratio to a forward pass: the median over rounds that
+    time forward, method, forward in turn (a shared machine's drifting load cancels)."""
     n, B, L = 10, 256, 4
     c = model(n, L, device)
     x = torch.rand(B, n, device=device)
@@ -55,8 +58,19 @@ def timing(device, repeats):
         def step():
             c.zero_grad()
             tql.expval(c, obs, x=x, diff_method=method).sum().backward()
-        t = timeit(step, device, repeats if method != "parameter-shift" else 1, min_time=0.0)
-        rows.append([method, f"{t * 1e3:.1f}", f"{t / t_fwd:.1f}"])
+        if method == "parameter-shift":
+            t = timeit(step, device, 1, min_time=0.0)
+            rows.append([method, f"{t * 1e3:.1f}", f"{t / t_fwd:.1f}"])
+            continue
+        step()
+        ts, ratios = [], []
+        for _ in range(repeats):
+            f0 = timeit(forward, device, 1, min_time=0.1)
+            t = timeit(step, device, 1, min_time=0.1)
+            f1 = timeit(forward, device, 1, min_time=0.1)
+            ts.append(t)
+            ratios.append(2 * t / (f0 + f1))
+        rows.append([method, f"{statistics.median(ts) * 1e3:.1f}", f"{statistics.median(ratios):.2f}"])
     return t_fwd, rows
 
 

@@ -341,3 +341,6 @@ def test_auto_diff_method_picks_backprop_until_memory_runs_out(monkeypatch):
     assert torch.allclose(g_auto, c.weights.grad, atol=1e-10)
     with pytest.raises(ValueError, match="diff_method must be one of"):
         tql.expval(c, H, diff_method="fast")
+    # a layer resolves "auto" with shots as expval does: the method that differentiates samples
+    assert tql.QuantumLayer(c, [H], diff_method="auto", shots=100, seed=0).diff_method == "parameter-shift"
+    assert tql.QuantumLayer(c, [H], diff_method="auto").diff_method == "auto"

@@ -1,10 +1,13 @@
 """QAOA benchmark (issue 7): value+gradient per step and the cost layer, as ratios to torch.clone.
 
     python benchmarks/qaoa.py [--n 20] [--p 5] [--starts 16] [--threads T] [--circuit] [--no-append]
+                              [--no-backprop] [--no-former] [--half-only] [--repeats R]
 
 * value + gradient of the expected cost of a batch of starts (MaxCut, random 3-regular graph with
   n nodes, seed 1) for each differentiation route: our adjoint sweep on the half register (the
-  default: MaxCut is invariant under flipping all bits), on the full register, plain autograd
+  default: MaxCut is invariant under flipping all bits) with the real-GEMM mixer (the default
+  ``mixer_kernel="real"``) and with the former complex-GEMM mixer (``mixer_kernel="complex"``,
+  measured in the same run for comparison), on the full register, plain autograd
   (backprop) through out-of-place kernels, and (``--circuit``) the same QAOA routed through the
   library's ``Circuit`` with ``circuit_expval(..., diff_method="backprop" | "adjoint")``;
 * the same step for a weighted (integer weights 1-3) 20-node MaxCut;
@@ -47,6 +50,20 @@ def step_time(fn, repeats: int) -> float:
     return statistics.median(ts)
 
 
+def step_times_interleaved(fns, repeats: int):
+    """Median wall time of each of ``fns``, timed in turn (A B A B …) so that a change in the load
+    of the shared machine hits every route alike (one warm-up call each first)."""
+    for fn in fns:
+        fn()
+    ts = [[] for _ in fns]
+    for _ in range(repeats):
+        for k, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            ts[k].append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in ts]
+
+
 def value_and_grad(model, angles, **kw):
     def fn():
         a = angles.clone().requires_grad_(True)
@@ -72,6 +89,10 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--circuit", action="store_true", help="also time the Circuit route (slow at n=20)")
     ap.add_argument("--no-backprop", action="store_true", help="skip our backprop row")
+    ap.add_argument("--half-only", action="store_true",
+                    help="only the half-register rows (default and former route) and the cost layer")
+    ap.add_argument("--no-former", action="store_true",
+                    help="skip the former complex-GEMM route (mixer_kernel='complex')")
     ap.add_argument("--no-append", action="store_true")
     args = ap.parse_args(argv)
     if args.threads:
@@ -87,20 +108,30 @@ def main(argv=None):
     rows = []
     checks = {}
 
-    def add(route, fn, note=""):
-        t = step_time(fn, args.repeats)
+    def add(route, fn, note="", t=None):
+        t = step_time(fn, args.repeats) if t is None else t
         g = fn()
         checks[route] = g
         rows.append([route, f"{t:.2f}", f"{t / S * 1e3:.0f}", note])
-        print(f"  {route:38s} {t:7.2f} s", flush=True)
+        print(f"  {route:38s} {t:7.2f} s   (load average now {os.getloadavg()[0]:.1f})", flush=True)
 
     print(f"MaxCut, 3-regular graph n={n}, p={p}, {S} starts; threads {torch.get_num_threads()}, "
           f"load average {load0:.1f}")
-    add("adjoint, half register (default)", value_and_grad(model, angles),
-        "bit-flip symmetry: 2^(n-1) amplitudes")
-    full = opt.qaoa(problem, p, symmetry=False)
-    add("adjoint, full register", value_and_grad(full, angles))
-    if not args.no_backprop:
+    new_fn = value_and_grad(model, angles)
+    if args.no_former:
+        add("adjoint, half register (default)", new_fn, "bit-flip symmetry: 2^(n-1) amplitudes; real GEMMs")
+    else:
+        former_fn = value_and_grad(opt.qaoa(problem, p, mixer_kernel="complex"), angles)
+        t_new, t_old = step_times_interleaved([new_fn, former_fn], args.repeats)
+        add("adjoint, half register (default)", new_fn, "bit-flip symmetry: 2^(n-1) amplitudes; real GEMMs",
+            t=t_new)
+        add("adjoint, half register, former route", former_fn,
+            "mixer_kernel='complex' (complex GEMMs), timed in turn with the row above",
+            t=t_old)
+    if not args.half_only:
+        full = opt.qaoa(problem, p, symmetry=False)
+        add("adjoint, full register", value_and_grad(full, angles))
+    if not args.no_backprop and not args.half_only:
         add("backprop (plain autograd)", value_and_grad(model, angles, diff_method="backprop"),
             "out-of-place kernels, allocates per op")
     if args.circuit:
@@ -116,7 +147,8 @@ def main(argv=None):
               opt.random_regular_graph(3, 20, seed=11)]
     wmodel = opt.qaoa(opt.maxcut(wedges), 5)
     wangles = opt.perturb(opt.linear_ramp(5, 0.3), 16, 0.05, generator=gen).float()
-    add("weighted 20-node MaxCut, p=5, 16 starts", value_and_grad(wmodel, wangles), "adjoint, half register")
+    if not args.half_only:
+        add("weighted 20-node MaxCut, p=5, 16 starts", value_and_grad(wmodel, wangles), "adjoint, half register")
 
     # cost layer vs clone on the full (S, 2^n) complex64 state
     state = torch.randn(S, 2 ** n, dtype=torch.complex64, generator=gen)
@@ -125,9 +157,11 @@ def main(argv=None):
     full1 = opt.qaoa(problem, 1, symmetry=False)
     P = torch.empty_like(state)
     t_in = timeit(lambda: state.mul_(full1._phase_into(gam, P)))
+    t_old = timeit(lambda: state.mul_(full1._phase_into(gam, P, fast=False)))
     t_out = timeit(lambda: state * full1._phase(gam))
     load1 = os.getloadavg()[0]
     cost_rows = [["cost layer in place (gather + mul_)", f"{t_in * 1e3:.1f}", f"{t_in / tc:.2f}"],
+                 ["former: index_select + mul_", f"{t_old * 1e3:.1f}", f"{t_old / tc:.2f}"],
                  ["cost layer out of place (backprop)", f"{t_out * 1e3:.1f}", f"{t_out / tc:.2f}"],
                  ["torch.clone of the state", f"{tc * 1e3:.1f}", "1.00"]]
     print(f"  cost layer: in place {t_in / tc:.2f} clones, out of place {t_out / tc:.2f} clones "
@@ -137,7 +171,8 @@ def main(argv=None):
     text = [f"### {today()} — {machine()}",
             f"MaxCut on a random 3-regular graph (seed 1), n = {n}, p = {p}, {S} starts in one batch, complex64; "
             f"torch threads {torch.get_num_threads()}; load average {load0:.1f} → {load1:.1f} (shared machine). "
-            f"Median of {args.repeats} steps after a warm-up.",
+            f"Median of {args.repeats} steps after a warm-up"
+            + ("." if args.no_former else "; the first two rows were timed in turn (A B A B …)."),
             "",
             table(rows, ["value + gradient route", "s / step", "ms / start", "note"]),
             "",

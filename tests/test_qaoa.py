@@ -485,3 +485,95 @@ def test_multistart_module_trains_all_starts_with_any_optimizer():
     assert model.analyse(k=2).top_indices.shape == (6, 2)
     with pytest.raises(ValueError, match="init must be"):
         opt.MultiStartQAOA(opt.qaoa(pr, 2), init="zeros")
+
+
+# ------------------------------------------------------------------------------------------------
+# the real route of the X mixer (mixer_kernel="real": S-conjugated frame, real GEMMs, stacked
+# adjoint sweep, wire 0 fused with the cost phase) against the dense oracle, gradcheck and the
+# complex route
+REAL_ROUTE_CASES = {
+    "even n, symmetric": (opt.maxcut(CUBE[:10] + [(0, 7), (2, 5)]), True),         # n = 8, κ real
+    "odd n, symmetric": (opt.maxcut([(0, 1), (1, 2), (2, 3), (3, 4), (4, 0), (0, 2)]), True),   # κ = ±i
+    "full register": (opt.maxcut(PADDLE + [(0, 4)]), False),
+    "fields (no symmetry)": (opt.max_independent_set(PADDLE), True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REAL_ROUTE_CASES))
+@pytest.mark.parametrize("block_wires", [1, 2, 3, 4, 5])
+def test_real_route_matches_dense_oracle(case, block_wires, dtype, atol):
+    pr, sym = REAL_ROUTE_CASES[case]
+    m = opt.qaoa(pr, 3, dtype=dtype, symmetry=sym, block_wires=block_wires)
+    assert m.mixer_kernel == "real"
+    g = torch.Generator().manual_seed(3)
+    a64 = (torch.rand(4, 6, generator=g, dtype=torch.float64) - 0.5) * 3
+    a = a64.to(tql.kernels.state.REAL_OF[dtype])
+    psi = m.states(a).numpy()
+    e = m(a).numpy()
+    costs = pr.diagonal.numpy()
+    for s in range(4):
+        want = dense_qaoa(costs, a64[s, :3].tolist(), a64[s, 3:].tolist())
+        np.testing.assert_allclose(psi[s], want, atol=10 * atol)
+        assert e[s] == pytest.approx(float(np.abs(want) ** 2 @ costs), abs=20 * atol * np.abs(costs).max())
+
+
+@pytest.mark.parametrize("case", sorted(REAL_ROUTE_CASES))
+def test_real_route_gradcheck_complex128(case):
+    pr, sym = REAL_ROUTE_CASES[case]
+    m = opt.qaoa(pr, 2, dtype=torch.complex128, symmetry=sym, block_wires=3)
+    a = (torch.rand(3, 4, generator=torch.Generator().manual_seed(5), dtype=torch.float64) - 0.5).requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda x: m(x), (a,))
+    w = torch.randn(3, 2 ** pr.n_qubits, dtype=torch.complex128, generator=torch.Generator().manual_seed(6))
+    assert torch.autograd.gradcheck(lambda x: (m(x, output="state") * w).real.sum(-1), (a,))
+
+
+@pytest.mark.parametrize("case", sorted(REAL_ROUTE_CASES))
+def test_real_route_equals_complex_route_and_backprop(case, dtype):
+    pr, sym = REAL_ROUTE_CASES[case]
+    a = opt.random_angles(3, 5, generator=torch.Generator().manual_seed(2)).to(tql.kernels.state.REAL_OF[dtype])
+    out = {}
+    for kernel in ("real", "complex"):
+        m = opt.qaoa(pr, 3, dtype=dtype, symmetry=sym, mixer_kernel=kernel)
+        x = a.clone().requires_grad_(True)
+        m(x).sum().backward()
+        y = a.clone().requires_grad_(True)
+        st = m(y, output="state")
+        (st.real * torch.linspace(-1, 1, st.shape[-1], dtype=st.real.dtype)).sum().backward()
+        out[kernel] = (m(a), x.grad, st.detach(), y.grad)
+    mb = opt.qaoa(pr, 3, dtype=dtype, diff_method="backprop")
+    x = a.clone().requires_grad_(True)
+    mb(x).sum().backward()
+    tol = dict(atol=ATOL[dtype] * 100, rtol=0)
+    for u, v in zip(out["real"], out["complex"]):
+        torch.testing.assert_close(u, v, **tol)
+    torch.testing.assert_close(out["real"][1], x.grad, **tol)
+
+
+def test_real_route_several_graphs_and_trigonometric_costs():
+    rng = np.random.default_rng(1)
+    g1 = opt.maxcut(PADDLE + [(0, 4)])
+    g2 = opt.maxcut([(u, v, float(rng.random())) for u, v in itertools.combinations(range(5), 2)])
+    a = (torch.rand(2, 3, 4, generator=torch.Generator().manual_seed(4), dtype=torch.float64) - 0.5)
+    real = opt.qaoa([g1, g2], 2, dtype=torch.complex128)
+    assert real._levels64 is None and real.uses_symmetry           # no level table: cos/sin phases
+    x = a.clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda t: real(t), (x,))
+    for k, g in enumerate((g1, g2)):
+        for s in range(3):
+            want = dense_qaoa(g.diagonal.numpy(), a[k, s, :2].tolist(), a[k, s, 2:].tolist())
+            np.testing.assert_allclose(real.states(a)[k, s].numpy(), want, atol=1e-12)
+    # the level-table gathers (fused wire-0 phase) with per-graph tables
+    g3 = opt.maxcut([(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)])
+    lv = opt.qaoa([g1, g3], 2, dtype=torch.complex128)
+    assert lv._levels64 is not None
+    x = a.clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(lambda t: lv(t), (x,))
+    cx = opt.qaoa([g1, g3], 2, dtype=torch.complex128, mixer_kernel="complex")
+    torch.testing.assert_close(lv.states(a), cx.states(a), atol=1e-12, rtol=0)
+
+
+def test_mixer_kernel_argument():
+    with pytest.raises(ValueError, match="mixer_kernel"):
+        opt.qaoa(opt.maxcut(PADDLE), 1, mixer_kernel="fast")
+    # other mixers ignore it (they run the generic gate steps)
+    assert opt.qaoa(opt.graph_colouring([(0, 1)], 2), 1, mixer="xy", mixer_kernel="complex").mixer_kernel == "complex"

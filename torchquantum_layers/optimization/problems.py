@@ -377,16 +377,21 @@ def _number(v, name, what, positive=False, nonneg=False) -> float:
     return v
 
 
-def _vector(v, n, name, what, nonneg=False) -> torch.Tensor:
+def _real_tensor(v, name, what, kind) -> torch.Tensor:
+    """``v`` as a float64 CPU tensor, or a TypeError naming ``name`` and the ``kind`` it must be."""
     if isinstance(v, (str, bytes)):
-        raise TypeError(f"{what}: {name} must be a sequence of numbers, got a string")
+        raise TypeError(f"{what}: {name} must be {kind}, got a string")
     try:
         t = torch.as_tensor(v, dtype=torch.float64) if not isinstance(v, torch.Tensor) else v.detach()
     except (TypeError, ValueError, RuntimeError):
-        raise TypeError(f"{what}: {name} must be a sequence of real numbers") from None
+        raise TypeError(f"{what}: {name} must be {kind} of real numbers") from None
     if t.is_complex():
         raise TypeError(f"{what}: {name} must be real, got {t.dtype}")
-    t = t.to(torch.float64).cpu()
+    return t.to(torch.float64).cpu()
+
+
+def _vector(v, n, name, what, nonneg=False) -> torch.Tensor:
+    t = _real_tensor(v, name, what, "a sequence")
     if t.dim() != 1 or (n is not None and t.shape[0] != n):
         want = f"({n},)" if n is not None else "1-D"
         raise ValueError(f"{what}: {name} must have shape {want}, got {tuple(t.shape)}")
@@ -401,15 +406,7 @@ def _vector(v, n, name, what, nonneg=False) -> torch.Tensor:
 
 
 def _matrix(v, n, name, what) -> torch.Tensor:
-    if isinstance(v, (str, bytes)):
-        raise TypeError(f"{what}: {name} must be a square matrix, got a string")
-    try:
-        t = torch.as_tensor(v, dtype=torch.float64) if not isinstance(v, torch.Tensor) else v.detach()
-    except (TypeError, ValueError, RuntimeError):
-        raise TypeError(f"{what}: {name} must be a square matrix of real numbers") from None
-    if t.is_complex():
-        raise TypeError(f"{what}: {name} must be real, got {t.dtype}")
-    t = t.to(torch.float64).cpu()
+    t = _real_tensor(v, name, what, "a square matrix")
     if t.dim() != 2 or t.shape[0] != t.shape[1] or (n is not None and t.shape[0] != n):
         want = f"({n}, {n})" if n is not None else "square (n, n)"
         raise ValueError(f"{what}: {name} must have shape {want}, got {tuple(t.shape)}")

@@ -17,6 +17,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
+from torchquantum_layers.runtime import keep_freed_memory  # noqa: E402
 from torchquantum_layers import gates as G  # noqa: E402
 from torchquantum_layers.engine import run_circuit  # noqa: E402
 
@@ -88,9 +89,12 @@ def main(argv=None):
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved clone/operation rounds (median)")
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    ap.add_argument("--keep-freed-memory", action="store_true",
+                    help="tql.runtime.keep_freed_memory() first: no page faults for the clone or the gates")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    kept = keep_freed_memory() if args.keep_freed_memory else False
     widths = [int(w) for w in args.fuse_widths.split(",") if w]
     rows = []
     for n in range(args.nmin, args.nmax + 1, args.step):
@@ -102,7 +106,8 @@ def main(argv=None):
         for h in r:
             if h not in headers:
                 headers.append(h)
-    print(f"# kernels benchmark, {today()}, {machine()}, device {args.device}")
+    print(f"# kernels benchmark, {today()}, {machine()}, device {args.device}"
+          + (", keep_freed_memory() applied" if kept else ""))
     print("ratios are time / time of torch.clone of the same state, median of interleaved rounds (lower is better)")
     print(table([[r.get(h, "") for h in headers] for r in rows], headers))
 

@@ -9,7 +9,6 @@ bandwidth in % of a device-to-device copy of the same bytes.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 

@@ -18,7 +18,6 @@ import argparse
 import time
 
 import pytorch_lightning as pl
-import torch
 
 from lightning_tasks.classifier import HybridClassifier
 from lightning_tasks.data import CirclesDataModule, DigitsDataModule, IrisDataModule, MoonsDataModule

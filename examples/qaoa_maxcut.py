@@ -108,7 +108,7 @@ def acceptance(seeds=5, steps=60):
     t0 = time.perf_counter()
     a, costs = opt.optimize(model, starts, steps=3, lr=0.02, callback=tick)
     steps_t = [b - a_ for a_, b in zip([t0] + times[:-1], times)]
-    print(f"  value+gradient per Adam step (16 starts): " + ", ".join(f"{t:.2f} s" for t in steps_t))
+    print("  value+gradient per Adam step (16 starts): " + ", ".join(f"{t:.2f} s" for t in steps_t))
     print(f"  best approximation ratio after 3 steps: {float(model.approximation_ratio(costs.min())):.4f} "
           f"(max cut weight {exact.objective:.0f})")
 

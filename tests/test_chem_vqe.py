@@ -6,7 +6,6 @@ sequence (tests/oracle.py), exact diagonalisation (numpy eigh) and the bundled F
 import itertools
 import math
 import os
-import time
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ import torch
 
 import torchquantum_layers as tql
 import torchquantum_layers.chem as chem
-from torchquantum_layers.grad import circuit_expval
 from torchquantum_layers.observables import Hamiltonian
 
 from . import oracle as O

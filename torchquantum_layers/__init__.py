@@ -12,4 +12,4 @@ __version__ = "0.1.0"
 
 __all__ = ["Circuit", "Param", "Input", "Gate", "controlled", "get_gate", "zero_state", "basis_state",
            "random_state", "reverse_wire_order", "to_qiskit_order", "from_qiskit_order", "expval", "expectation", "apply_hamiltonian", "PauliString", "Hamiltonian", "QuantumLayer",
-           "functional", "gates", "grad", "kernels", "measure", "templates", "exact", "checks", "observables", "chem", "qml", "mixed", "qasm", "qinfo", "research", "runtime", "optimization", "DensityMatrix", "MixedCircuit", "NoiseModel"]
+           "functional", "gates", "grad", "kernels", "measure", "templates", "exact", "checks", "observables", "chem", "qml", "mixed", "qasm", "qinfo", "research", "runtime", "plotting", "optimization", "DensityMatrix", "MixedCircuit", "NoiseModel"]

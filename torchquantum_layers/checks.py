@@ -70,7 +70,6 @@ def _random_angles(n_params, gen, real, device, batch=None):
 
 
 def _random_state(n, batch, gen, dtype, device):
-    real = _REAL[dtype]
     parts = torch.randn(2, batch, 2 ** n, generator=gen, dtype=torch.float64)
     s = torch.complex(parts[0], parts[1])
     s = s / torch.linalg.vector_norm(s, dim=1, keepdim=True)

@@ -1261,7 +1261,6 @@ class _ExpvalPlan:
     def _loop_grad(self, psi, E):
         B, N = psi.shape
         psic = torch.conj_physical(psi)
-        acc = None
         for g in self.groups:
             shp = (B,) + g.shape
             f = psic.view(shp).select(g.pdim, 1)

@@ -15,13 +15,12 @@ import weakref
 from collections import OrderedDict, defaultdict
 from typing import Optional
 
-import numpy as np
 import torch
 
 from ..engine import (DEFAULT_MAX_FUSED_WIRES, _fuse, _tabulate, build_plan, perm_index, single_wire_tables,
                       step_matrix)
-from ..kernels.apply import (apply_controlled_unchecked, apply_diagonal_unchecked, apply_matrix_unchecked,
-                             apply_permutation_unchecked, check_wires, permute_span)
+from ..kernels.apply import (apply_matrix_unchecked,
+                             check_wires, permute_span)
 from ..functional import prepare_gate_call
 from ..kernels.state import REAL_OF
 from ..measure import _wires, marginal

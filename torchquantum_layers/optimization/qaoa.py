@@ -1123,7 +1123,7 @@ class QAOA(nn.Module):
             return self._backward_real(gam, bet, psi, grad_out, want_state)
         c = self._consts()
         B, N = psi.shape
-        G, p, n = self.n_graphs, self.p, self.n_qubits
+        G, p = self.n_graphs, self.p
         pool = self._pool
         dt = self.dtype
         Psi = pool.take((B, N), dt, psi.device)          # the saved state stays intact (retain_graph)

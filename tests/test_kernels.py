@@ -489,3 +489,22 @@ def test_qiskit_order_conversion(dtype, device):
     from torchquantum_layers.functional import x as xgate
     b = basis_state("0000", dtype=dtype, device=device)
     assert to_qiskit_order(xgate(b, wires=0))[0, 1] == 1
+
+
+def test_uncached_index_paths_match_the_cached_ones(monkeypatch, dtype):
+    """Large spans and registers build their index vectors per call instead of caching them."""
+    import torchquantum_layers.kernels.apply as K
+    rng = np.random.default_rng(7)
+    n = 5
+    psi = oracle.random_state(n, rng, batch=2)
+    block = rng.standard_normal((2, 2)) + 1j * rng.standard_normal((2, 2))
+    perm = rng.permutation(8).tolist()
+    cached_two = K.apply_two_level_unchecked(T(psi, dtype), T(block, dtype), (3, 12), (4, 0, 2, 1), n)
+    cached_perm = apply_permutation(T(psi, dtype), perm, (4, 0, 2))
+    monkeypatch.setattr(K, "_CACHED_INDEX_MAX", 1)
+    assert torch.equal(K.apply_two_level_unchecked(T(psi, dtype), T(block, dtype), (3, 12), (4, 0, 2, 1), n),
+                       cached_two)
+    assert torch.equal(apply_permutation(T(psi, dtype), perm, (4, 0, 2)), cached_perm)
+    full = np.eye(16, dtype=complex)
+    full[np.ix_([3, 12], [3, 12])] = block
+    np.testing.assert_allclose(N(cached_two), oracle.apply_dense(psi, full, (4, 0, 2, 1), n), atol=10 * ATOL[dtype])

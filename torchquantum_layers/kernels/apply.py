@@ -219,9 +219,19 @@ def apply_diagonal(state: torch.Tensor, diag: torch.Tensor, wires) -> torch.Tens
     return apply_diagonal_unchecked(state, diag, wires, n)
 
 
-@lru_cache(maxsize=512)
+# Index vectors are cached only up to this many entries each: a span or register beyond it would
+# keep 2^span int64 per distinct gate placement (a 20-wire span: 16 MiB with its inverse).
+_CACHED_INDEX_MAX = 2 ** 16
+
+
 def _span_permutation(perm: tuple, wires: tuple, device_str: str):
     """(index, inverse index) over the span of sorted ``wires`` for a local permutation ``perm``."""
+    if 2 ** (wires[-1] - wires[0] + 1) <= _CACHED_INDEX_MAX:
+        return _span_permutation_cached(perm, wires, device_str)
+    return _span_permutation_uncached(perm, wires, device_str)
+
+
+def _span_permutation_uncached(perm: tuple, wires: tuple, device_str: str):
     span = range(wires[0], wires[-1] + 1)
     s = len(span)
     k = len(wires)
@@ -238,6 +248,9 @@ def _span_permutation(perm: tuple, wires: tuple, device_str: str):
         src &= ~(1 << shift)
         src |= ((src_local >> (k - 1 - j)) & 1) << shift
     return src.to(device_str), torch.argsort(src).to(device_str)
+
+
+_span_permutation_cached = lru_cache(maxsize=512)(_span_permutation_uncached)
 
 
 # A gather along the last axis pays a fixed cost per row: rows shorter than this are merged
@@ -318,10 +331,15 @@ def apply_permutation(state: torch.Tensor, perm, wires) -> torch.Tensor:
     return apply_permutation_unchecked(state, perm, wires, n)
 
 
-@lru_cache(maxsize=1024)
 def _level_positions(levels: tuple, wires: tuple, n: int, device_str: str) -> torch.Tensor:
     """Flat indices ``(2 * 2^(n-k),)`` of the amplitudes whose local state on ``wires`` is
     levels[0] (first half) or levels[1] (second half), in the same order within each half."""
+    if 2 ** (n - len(wires) + 1) <= _CACHED_INDEX_MAX:
+        return _level_positions_cached(levels, wires, n, device_str)
+    return _level_positions_uncached(levels, wires, n, device_str)
+
+
+def _level_positions_uncached(levels: tuple, wires: tuple, n: int, device_str: str) -> torch.Tensor:
     k = len(wires)
     rest = [w for w in range(n) if w not in wires]
     r = torch.arange(2 ** (n - k))
@@ -333,6 +351,9 @@ def _level_positions(levels: tuple, wires: tuple, n: int, device_str: str) -> to
         offset = sum(((level >> (k - 1 - j)) & 1) << (n - 1 - w) for j, w in enumerate(wires))
         halves.append(base + offset)
     return torch.cat(halves).to(device_str)
+
+
+_level_positions_cached = lru_cache(maxsize=1024)(_level_positions_uncached)
 
 
 def apply_two_level_unchecked(state, block, levels, wires, n, keep_rest=True):

@@ -43,40 +43,37 @@ def gate_circuit(gate, n):
     return c
 
 
+def _gradcheck(c, obs, n_inputs, batch, method, seed):
+    """gradcheck of the circuit's values w.r.t. trainable angles, input angles and the input state."""
+    torch.manual_seed(seed)
+    w = (torch.rand(c.num_parameters, dtype=torch.float64) * 2 * math.pi).requires_grad_()
+    x = torch.randn(batch, n_inputs, dtype=torch.float64, requires_grad=True)
+    state = tql.random_state(c.n_wires, batch, dtype=torch.complex128).requires_grad_()
+
+    def f(w, x, state):
+        return circuit_expval(c, obs, x=x, state=state, diff_method=method, weights=w)
+    assert torch.autograd.gradcheck(f, (w, x, state), eps=1e-6, atol=1e-6)
+
+
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("gate", PARAM_GATES, ids=lambda g: g.name)
 def test_gradcheck_every_parametrised_gate(gate, method):
     rng = random.Random(hash(gate.name) % 1000)
     n = max(gate.n_wires or 3, 2)
-    c = gate_circuit(gate, n)
     obs = [random_hamiltonian(n, 3, rng), PauliString(f"Z{n - 1}")]
-    torch.manual_seed(0)
-    w = (torch.rand(c.num_parameters, dtype=torch.float64) * 2 * math.pi).requires_grad_()
-    x = torch.randn(2, gate.n_params, dtype=torch.float64, requires_grad=True)
-    state = tql.random_state(n, 2, dtype=torch.complex128).requires_grad_()
+    _gradcheck(gate_circuit(gate, n), obs, gate.n_params, 2, method, seed=0)
 
-    def f(w, x, state):
-        return circuit_expval(c, obs, x=x, state=state, diff_method=method, weights=w)
-    assert torch.autograd.gradcheck(f, (w, x, state), eps=1e-6, atol=1e-6)
+
+INVERSE_CASES = [g for g in PARAM_GATES if g.kind == "dense"][:6] + [g for g in PARAM_GATES if g.kind == "two-level"]
 
 
 @pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize("gate", [g for g in PARAM_GATES if g.kind in ("two-level", "dense")][:6]
-                         + [g for g in PARAM_GATES if g.kind == "two-level"], ids=lambda g: g.name)
+@pytest.mark.parametrize("gate", INVERSE_CASES, ids=lambda g: g.name)
 def test_gradcheck_inverse_circuits(gate, method):
     """Adjoint (dagger) ops: the two-level fast paths un-compute with the block itself."""
     rng = random.Random(hash(gate.name) % 997)
     n = max(gate.n_wires or 3, 2)
-    c = gate_circuit(gate, n).inverse()
-    obs = [random_hamiltonian(n, 3, rng)]
-    torch.manual_seed(1)
-    w = (torch.rand(c.num_parameters, dtype=torch.float64) * 2 * math.pi).requires_grad_()
-    x = torch.randn(3, gate.n_params, dtype=torch.float64, requires_grad=True)
-    state = tql.random_state(n, 3, dtype=torch.complex128).requires_grad_()
-
-    def f(w, x, state):
-        return circuit_expval(c, obs, x=x, state=state, diff_method=method, weights=w)
-    assert torch.autograd.gradcheck(f, (w, x, state), eps=1e-6, atol=1e-6)
+    _gradcheck(gate_circuit(gate, n).inverse(), [random_hamiltonian(n, 3, rng)], gate.n_params, 3, method, seed=1)
 
 
 def _random_circuit(rng, n, n_gates, shared):

@@ -12,10 +12,11 @@ ops is assembled from that table by an index, a few batched 2×2 products and a 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import torch
 
-from .kernels.apply import apply_matrix_unchecked, kron, permute_span, reorder_matrix
+from .kernels.apply import apply_matrix_unchecked, apply_permutation_unchecked, kron, permute_span, reorder_matrix
 
 # Measured on the 2-core CPU (benchmarks/kernels.py, benchmarks/layers.py): see RESULTS.md.
 DEFAULT_MAX_FUSED_WIRES = 4
@@ -289,18 +290,27 @@ def step_matrix(circuit, step, x, weights, tables):
 
 
 def perm_index(step, device, inverse=False):
+    """The step's merged permutation over its span (or its inverse), shared by identical steps:
+    a layered circuit repeats the same CNOT ring, and each copy would keep 2^span indices."""
     key = (str(device), inverse)
     if key not in step.index_cache:
-        lo, hi = step.wires[0], step.wires[-1]
-        s = hi - lo + 1
-        idx = torch.arange(2 ** s, device=device).reshape(1, -1)
-        for op in step.ops:
-            idx = op.gate.apply(idx, (), tuple(w - lo for w in op.wires), s, adjoint=op.adjoint)
-        idx = idx.reshape(-1)
-        if inverse:
-            idx = torch.argsort(idx)
-        step.index_cache[key] = idx
+        lo = step.wires[0]
+        signature = tuple((tuple(op.gate.perm_fn(len(op.wires))), tuple(w - lo for w in op.wires), op.adjoint)
+                          for op in step.ops)
+        step.index_cache[key] = _merged_permutation(signature, step.wires[-1] - lo + 1, str(device), inverse)
     return step.index_cache[key]
+
+
+@lru_cache(maxsize=64)
+def _merged_permutation(signature, span, device_str, inverse):
+    """``signature``: ((local perm, wires relative to the span, adjoint), ...) in circuit order."""
+    idx = torch.arange(2 ** span, device=device_str).reshape(1, -1)
+    for perm, wires, adjoint in signature:
+        if adjoint:
+            perm = tuple(torch.argsort(torch.tensor(perm)).tolist())
+        idx = apply_permutation_unchecked(idx, perm, wires, span)
+    idx = idx.reshape(-1)
+    return torch.argsort(idx) if inverse else idx
 
 
 def apply_perm_step(step, state, n, inverse=False):

@@ -952,24 +952,19 @@ def diagonal_table(observables, n: int, dtype, device) -> Optional[torch.Tensor]
     instead of a pass per observable. Cached by content (the last 16 sets).
     """
     hams = [_as_observable(o) for o in observables]
-    terms = []
-    for h in hams:
-        merged = h._term_dict()
-        if any(x for x, _ in merged) or any(complex(c).imag != 0 for c in merged.values()):
+    entries = []
+    for o, h in enumerate(hams):
+        if any(complex(c).imag != 0 for c in h._term_dict().values()):
             return None
-        terms.append(tuple((z, float(complex(c).real)) for (_, z), c in merged.items()))
-    key = (tuple(terms), n, dtype, str(device))
+        diag, groups = _groups_of(h, o, hermitian=True)
+        if groups:
+            return None
+        entries += diag
+    key = (tuple(entries), len(hams), n, dtype, str(device))
     table = _DIAGONAL_CACHE.get(key)
     if table is None:
-        zs = sorted({z for t in terms for z, _ in t})
-        coeffs = torch.zeros(len(zs), len(hams), dtype=torch.float64)
-        pos = {z: i for i, z in enumerate(zs)}
-        for o, t in enumerate(terms):
-            for z, c in t:
-                coeffs[pos[z], o] += c
-        zloc = [_index_mask(z, n) for z in zs]
-        real = torch.float64 if dtype == torch.complex128 else torch.float32
-        table = _walsh(coeffs, zloc, n, device).real.to(real)
+        # the same table _ExpvalPlan builds for the diagonal terms of an expectation
+        table = _table(entries, len(hams), range(n), device).real.to(REAL_OF[dtype])
         _DIAGONAL_CACHE[key] = table
         while len(_DIAGONAL_CACHE) > 16:
             _DIAGONAL_CACHE.popitem(last=False)

@@ -18,7 +18,7 @@ from torch import nn
 
 from . import templates as T
 from .circuit import Circuit
-from .grad import _observable_list, check_diff_method, circuit_expval
+from .grad import _observable_list, check_diff_method, circuit_expval, resolve_diff_method
 
 __all__ = ["QuantumLayer", "IQPFeatures", "ENCODINGS", "ANSATZE"]
 
@@ -113,9 +113,10 @@ class QuantumLayer(nn.Module):
                 raise ValueError(f"QuantumLayer: shots must be a positive int or None, got {shots}")
         if diff_method is None:
             diff_method = "backprop" if shots is None else "parameter-shift"
-        self.diff_method = check_diff_method(diff_method)
-        if shots is not None and diff_method == "auto":
-            diff_method = self.diff_method = "parameter-shift"   # as tql.expval resolves it
+        check_diff_method(diff_method)
+        if shots is not None:           # with shots "auto" is fixed now, as tql.expval resolves it
+            diff_method = resolve_diff_method(diff_method, circuit, shots=shots)
+        self.diff_method = diff_method
         if shots is not None and diff_method != "parameter-shift":
             raise ValueError(f"QuantumLayer: shots={shots} needs diff_method='parameter-shift' (sampled "
                              f"estimates carry no autograd graph), got {diff_method!r}")

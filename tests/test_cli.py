@@ -161,8 +161,10 @@ def test_logger_off_and_gpu_flag(tmp_path):
 
 
 def test_demo_dispatch_and_console_script(monkeypatch):
+    from lightning_tasks.demo import exit_status
     calls = []
     fake = types.ModuleType("lightning_tasks.demo")
+    fake.exit_status = exit_status
     fake.run_demo = lambda argv: calls.append(argv) or [types.SimpleNamespace(status="ok")]
     monkeypatch.setitem(sys.modules, "lightning_tasks.demo", fake)
     assert main(["demo", "--quick", "--no-plots"]) == 0 and calls == [["--quick", "--no-plots"]]

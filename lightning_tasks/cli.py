@@ -35,13 +35,10 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 
 from torchquantum_layers.runtime import keep_freed_memory
+from .progress import LIGHTNING_NOISE
 
 __all__ = ["main", "TQLCLI", "default_loggers"]
 
-# Lightning's advice for data-loading pipelines does not apply to one-element datasets
-_QUIET = (".*does not have many workers.*", ".*fewer steps than.*", ".*has fewer than.*log.*",
-          ".*GPU available but not used.*", ".*TPU available.*",
-          ".*isinstance\\(treespec, LeafSpec\\)` is deprecated.*")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _OURS = {"VQETask", "QAOATask", "HybridClassifier", "CirclesDataModule", "MoonsDataModule", "IrisDataModule",
          "DigitsDataModule"}
@@ -143,7 +140,7 @@ def main(argv: Optional[Sequence[str]] = None):
     _register_tasks()
     _check_class_names(args)
     with warnings.catch_warnings():
-        for pattern in _QUIET:
+        for pattern in LIGHTNING_NOISE:
             warnings.filterwarnings("ignore", pattern)
         TQLCLI(model_class=None, datamodule_class=None, subclass_mode_model=True, subclass_mode_data=True,
                trainer_defaults={"log_every_n_steps": 1},

@@ -17,10 +17,11 @@ from pytorch_lightning.callbacks import Callback
 from pytorch_lightning.callbacks.progress import ProgressBar
 from tqdm import tqdm
 
-__all__ = ["StepProgressBar", "TickCallback", "quiet_lightning"]
+__all__ = ["StepProgressBar", "TickCallback", "quiet_lightning", "LIGHTNING_NOISE"]
 
-# Lightning's start-up notes ("GPU available: False …", few dataloader workers, …): noise in a demo
-_QUIET_WARNINGS = (".*does not have many workers.*", ".*GPU available but not used.*", ".*TPU available.*",
+# Lightning's start-up notes ("GPU available: False …", few dataloader workers, …): noise for tasks
+# that serve a one-element dataset (the demo, the CLI, fit_vqe / pes_scan)
+LIGHTNING_NOISE = (".*does not have many workers.*", ".*GPU available but not used.*", ".*TPU available.*",
                    ".*fewer steps than.*", ".*has fewer than.*log.*", ".*`training_step` returned `None`.*",
                    ".*LightningModule.*has parameters that were not used.*",
                    ".*isinstance\\(treespec, LeafSpec\\)` is deprecated.*")
@@ -34,7 +35,7 @@ def quiet_lightning():
     loggers = [logging.getLogger(n) for n in _LOGGERS]
     levels = [lg.level for lg in loggers]
     with warnings.catch_warnings():
-        for pattern in _QUIET_WARNINGS:
+        for pattern in LIGHTNING_NOISE:
             warnings.filterwarnings("ignore", pattern)
         for lg in loggers:
             lg.setLevel(logging.WARNING)

@@ -35,6 +35,8 @@ from torchquantum_layers.chem.vqe import CHEMICAL_ACCURACY, energy as _energy
 from torchquantum_layers.optim import make_optimizer, optimizer_class
 from torchquantum_layers.grad import AUTO, DIFF_METHODS
 
+from .progress import LIGHTNING_NOISE
+
 __all__ = ["VQETask", "ChemicalAccuracyStopping", "fit_vqe", "pes_scan", "ANSATZE", "OPTIMIZERS",
            "CHEMICAL_ACCURACY_MHA"]
 
@@ -43,10 +45,6 @@ OPTIMIZERS = ("adam", "sgd", "lbfgs")
 CHEMICAL_ACCURACY_MHA = 1e3 * CHEMICAL_ACCURACY          # 1.6 mHa
 _DTYPES = {"complex128": torch.complex128, "complex64": torch.complex64,
            "float64": torch.complex128, "float32": torch.complex64}
-_QUIET = (".*does not have many workers.*", ".*fewer steps than.*", ".*has fewer than.*log.*",
-          ".*LightningModule.*has parameters that were not used.*", ".*GPU available but not used.*",
-          ".*TPU available.*", ".*`training_step` returned `None`.*",
-          ".*isinstance\\(treespec, LeafSpec\\)` is deprecated.*")
 
 
 def _plain_geometry(geometry):
@@ -261,7 +259,7 @@ def fit_vqe(molecule: str = "H2", max_steps: int = 100, stop_at_accuracy: bool =
                                                 "lightning.pytorch.utilities.rank_zero")]
     levels = [lg.level for lg in loggers]
     with warnings.catch_warnings():
-        for pattern in _QUIET:
+        for pattern in LIGHTNING_NOISE:
             warnings.filterwarnings("ignore", pattern)
         if quiet:
             for lg in loggers:

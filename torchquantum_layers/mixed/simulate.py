@@ -34,15 +34,10 @@ DIFF_METHODS = ("backprop", "parameter-shift")
 
 # ------------------------------------------------------------------------------------------------
 # one gate
-def _apply_conj(gate, v, params, wires, n2, data, adjoint):
-    """conj(U) (or conj(U†)) of ``gate`` on ``wires`` of a (B, 2**n2) vector."""
-    return gate.apply(v, params, wires, n2, data, adjoint, conj=True)
-
-
 def _apply_op_vec(gate, v, params, wires, n, data=None, adjoint=False):
     """U ρ U† on the (B, 4**n) vector view: U on the row wires, conj(U) on the column wires."""
     v = gate.apply(v, params, wires, 2 * n, data, adjoint)
-    return _apply_conj(gate, v, params, tuple(w + n for w in wires), 2 * n, data, adjoint)
+    return gate.apply(v, params, tuple(w + n for w in wires), 2 * n, data, adjoint, conj=True)
 
 
 def apply_operator(rho, matrix: torch.Tensor, wires) -> torch.Tensor:

@@ -67,15 +67,28 @@ def _run_for(fn, min_time):
             return elapsed / loops
 
 
-def paired(fn, state, rounds, min_time=0.05):
-    """Median over rounds of time(fn) / time(clone), each round timing clone, fn, clone in turn
-    (robust to the load of a shared machine drifting during the run). Returns (ratio, t, tc)."""
+def synced(fn, device):
+    """``fn`` followed by a CUDA synchronisation on a CUDA device (``fn`` itself elsewhere)."""
+    if torch.device(device).type != "cuda":
+        return fn
+
+    def run():
+        fn()
+        torch.cuda.synchronize()
+    return run
+
+
+def paired(fn, state, rounds, min_time=0.05, yardstick=None):
+    """Median over rounds of time(fn) / time(yardstick), each round timing yardstick, fn,
+    yardstick in turn (robust to the load of a shared machine drifting during the run); the
+    yardstick defaults to ``state.clone()``. Returns (ratio, t, t_yardstick)."""
+    yard = yardstick if yardstick is not None else (lambda: state.clone())
     fn()
     ratios, ts, tcs = [], [], []
     for _ in range(rounds):
-        t0 = _run_for(lambda: state.clone(), min_time)
+        t0 = _run_for(yard, min_time)
         t = _run_for(fn, min_time)
-        t1 = _run_for(lambda: state.clone(), min_time)
+        t1 = _run_for(yard, min_time)
         tc = (t0 + t1) / 2
         ratios.append(t / tc)
         ts.append(t)

@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 
@@ -24,7 +23,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
 
-from common import machine, table, timeit, today  # noqa: E402
+from common import machine, paired, synced, table, timeit, today  # noqa: E402
 
 
 def model(n, layers, device):
@@ -62,15 +61,9 @@ def timing(device, repeats):
             t = timeit(step, device, 1, min_time=0.0)
             rows.append([method, f"{t * 1e3:.1f}", f"{t / t_fwd:.1f}"])
             continue
-        step()
-        ts, ratios = [], []
-        for _ in range(repeats):
-            f0 = timeit(forward, device, 1, min_time=0.1)
-            t = timeit(step, device, 1, min_time=0.1)
-            f1 = timeit(forward, device, 1, min_time=0.1)
-            ts.append(t)
-            ratios.append(2 * t / (f0 + f1))
-        rows.append([method, f"{statistics.median(ts) * 1e3:.1f}", f"{statistics.median(ratios):.2f}"])
+        ratio, t, _ = paired(synced(step, device), None, repeats, min_time=0.1,
+                             yardstick=synced(forward, device))
+        rows.append([method, f"{t * 1e3:.1f}", f"{ratio:.2f}"])
     return t_fwd, rows
 
 

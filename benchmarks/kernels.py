@@ -20,7 +20,7 @@ from torchquantum_layers.runtime import keep_freed_memory  # noqa: E402
 from torchquantum_layers import gates as G  # noqa: E402
 from torchquantum_layers.engine import run_circuit  # noqa: E402
 
-from common import machine, paired, table, timeit, today  # noqa: E402
+from common import machine, paired, synced, table, timeit, today  # noqa: E402
 
 DT = {"c64": torch.complex64, "c128": torch.complex128}
 
@@ -43,12 +43,7 @@ def bench(n, dtype, device, widths, rounds):
     theta = torch.tensor(0.3, dtype=real, device=device)
 
     def ratio(fn):
-        if torch.device(device).type == "cuda":
-            def synced():
-                fn()
-                torch.cuda.synchronize()
-            return paired(synced, state, rounds)[0]
-        return paired(fn, state, rounds)[0]
+        return paired(synced(fn, device), state, rounds)[0]
     wires_1q = [0, n // 2, n - 1]
     one_q = [ratio(lambda w=w: G.RY.apply(state, (theta,), (w,), n)) for w in wires_1q]
     cnot = [ratio(lambda a=a, b=b: G.CNOT.apply(state, (), (a, b), n))

@@ -300,8 +300,11 @@ class Circuit(nn.Module):
     def data(self, op: Op):
         return None if op.data_key is None else getattr(self, op.data_key)
 
-    def prepare(self, x=None, state=None):
-        """Validate inputs; return (x as (B, F) real or None, initial state, squeezed flag)."""
+    def prepare(self, x=None, state=None, materialize=True):
+        """Validate inputs; return (x as (B, F) real or None, initial state, squeezed flag).
+
+        ``materialize=False``: with no state given, return None for |0…0⟩ (the engine then
+        builds the circuit's leading single-wire gates as a product state instead)."""
         dtype, device = self.dtype, self.device
         squeeze = False
         if x is not None:
@@ -327,8 +330,9 @@ class Circuit(nn.Module):
         if state is None:
             batch = x.shape[0] if x is not None else 1
             check_allocation(self.n_wires, batch, dtype, device)
-            state = torch.zeros(batch, 2 ** self.n_wires, dtype=dtype, device=device)
-            state[:, 0] = 1
+            if materialize:
+                state = torch.zeros(batch, 2 ** self.n_wires, dtype=dtype, device=device)
+                state[:, 0] = 1
         else:
             if not isinstance(state, torch.Tensor):
                 raise TypeError(f"Circuit: state must be a tensor, got {type(state).__name__}")
@@ -369,7 +373,7 @@ class Circuit(nn.Module):
         if _is_density_input(state):
             from .mixed import run
             return run(self, x=x, state=state)
-        x, state, _ = self.prepare(x, state)
+        x, state, _ = self.prepare(x, state, materialize=False)
         from .engine import run_circuit
         return run_circuit(self, state, x)
 

@@ -17,6 +17,7 @@ from functools import lru_cache
 import torch
 
 from .kernels.apply import apply_matrix_unchecked, apply_permutation_unchecked, kron, permute_span, reorder_matrix
+from .kernels.layout import back_to_front, front_to_back, relayout
 
 # Measured on the 2-core CPU (benchmarks/kernels.py, benchmarks/layers.py): see RESULTS.md.
 DEFAULT_MAX_FUSED_WIRES = 4
@@ -30,6 +31,11 @@ class Step:
     ops: list = field(default_factory=list)
     index_cache: dict = field(default_factory=dict)
     grid: object = None       # for blocks of single-wire ops: (batched, index tensor, W, P)
+    # where the step finds the wires (physical order before it; order[p] = logical wire at p) and
+    # how a dense block is applied: "in-place", "back-to-front" or "front-to-back" (kernels.layout)
+    order: tuple = None
+    mode: str = "in-place"
+    target: tuple = None      # "relayout" steps: the order after
 
 
 @dataclass
@@ -55,17 +61,82 @@ def _angle_kind(a):
     return "param" if isinstance(a, Param) else "input" if isinstance(a, Input) else "fixed"
 
 
-def build_plan(circuit, fuse=None, max_fused_wires=None) -> Plan:
+def build_plan(circuit, fuse=None, max_fused_wires=None, layout=False, zero_start=False) -> Plan:
+    """The fused steps of ``circuit``. ``layout=True`` (the state-vector engine): dense blocks
+    at either end of the register rotate it (see kernels.layout) and every step records the
+    physical wire order it meets; other walkers (the density-matrix one) take the canonical plan.
+    ``zero_start``: the circuit starts from |0…0⟩, so the single-wire gates before each wire's
+    first multi-wire gate form a product state, built directly (a ``"prefix"`` step)."""
     fuse = circuit.fuse if fuse is None else fuse
     k = max_fused_wires or circuit.max_fused_wires or DEFAULT_MAX_FUSED_WIRES
-    key = (fuse, k, len(circuit.ops))
+    key = (fuse, k, layout, zero_start)
+    if circuit._plan_cache is None or circuit._plan_cache.get("n_ops") != len(circuit.ops):
+        circuit._plan_cache = {"n_ops": len(circuit.ops)}
     cache = circuit._plan_cache
-    if cache is not None and cache[0] == key:
-        return cache[1]
-    steps = _fuse(circuit.ops, k) if fuse else [Step("single", op.wires, [op]) for op in circuit.ops]
-    plan = _tabulate(steps)
-    circuit._plan_cache = (key, plan)
-    return plan
+    if key not in cache:
+        prefix, ops = _product_prefix(circuit.ops) if zero_start else ([], circuit.ops)
+        steps = _fuse(ops, k) if fuse else [Step("single", op.wires, [op]) for op in ops]
+        if layout:
+            steps = _assign_layouts(steps, circuit.n_wires)
+        if zero_start:
+            wires = tuple(sorted({op.wires[0] for op in prefix}))
+            steps = [Step("prefix", wires, prefix)] + steps
+        cache[key] = _tabulate(steps)
+    return cache[key]
+
+
+def _tabulated(op):
+    return len(op.wires) == 1 and not op.gate.takes_data
+
+
+def _product_prefix(ops):
+    """(ops acting on each wire before anything entangles it, the rest), both in circuit order."""
+    closed = set()
+    prefix, rest = [], []
+    for op in ops:
+        if _tabulated(op) and op.wires[0] not in closed:
+            prefix.append(op)
+        else:
+            closed.update(op.wires)
+            rest.append(op)
+    return prefix, rest
+
+
+# A rotating block reads the rest of the register as (d, X) matrices: below this X the GEMMs are
+# too small and the in-place kernels (which widen short rows) win.
+_MIN_ROTATION_REST_WIRES = 3
+
+
+def _in_order(pos, wires):
+    """Do logical wires min..max sit at consecutive physical positions, in that order?"""
+    first = pos[wires[0]]
+    return all(pos[w] == first + i for i, w in enumerate(range(wires[0], wires[-1] + 1)))
+
+
+def _assign_layouts(steps, n):
+    identity = tuple(range(n))
+    order = identity
+    out = []
+    for step in steps:
+        pos = {w: p for p, w in enumerate(order)}
+        phys = sorted(pos[w] for w in step.wires)
+        k = len(step.wires)
+        new = order
+        if step.kind == "perm" and not _in_order(pos, step.wires):
+            # a permutation acts on its span in logical order: go back to that first
+            out.append(Step("relayout", (), order=order, target=identity))
+            order = new = identity
+        elif step.kind == "dense" and n - k >= _MIN_ROTATION_REST_WIRES:
+            if phys == list(range(k)):
+                step.mode, new = "front-to-back", order[k:] + order[:k]
+            elif phys == list(range(n - k, n)):
+                step.mode, new = "back-to-front", order[n - k:] + order[:n - k]
+        step.order = order
+        out.append(step)
+        order = new
+    if order != identity:
+        out.append(Step("relayout", (), order=order, target=identity))
+    return out
 
 
 def _fuse(ops, k):
@@ -113,7 +184,7 @@ def _tabulate(steps) -> Plan:
     groups: dict = {}
     where = {}
     for step in steps:
-        if step.kind != "dense" or any(len(op.wires) != 1 or op.gate.takes_data for op in step.ops):
+        if step.kind not in ("dense", "prefix") or not all(_tabulated(op) for op in step.ops):
             continue
         for op in step.ops:
             kinds = tuple(_angle_kind(a) for a in op.angles)
@@ -145,7 +216,7 @@ def _tabulate(steps) -> Plan:
                 g.angle_index.append(("fixed", torch.tensor(specs, dtype=torch.float64)))
     identity = n_shared + n_batched
     for step in steps:
-        if step.kind != "dense" or not step.ops or id(step.ops[0]) not in where:
+        if step.kind not in ("dense", "prefix") or not step.ops or id(step.ops[0]) not in where:
             continue
         seqs = {w: [] for w in step.wires}
         batched_block = False
@@ -227,6 +298,8 @@ def _grid_matrix(step, tables):
     m = grid[..., 0, :, :]
     for s in range(1, P):
         m = grid[..., s, :, :] @ m
+    if step.kind == "prefix":
+        return m
     out = m[..., 0, :, :]
     for i in range(1, W):
         out = kron(out, m[..., i, :, :])
@@ -313,26 +386,90 @@ def _merged_permutation(signature, span, device_str, inverse):
     return torch.argsort(idx) if inverse else idx
 
 
+def physical_wires(step, wires):
+    """``wires`` (logical) where the step finds them."""
+    if step.order is None:
+        return tuple(wires)
+    pos = {w: p for p, w in enumerate(step.order)}
+    return tuple(pos[w] for w in wires)
+
+
 def apply_perm_step(step, state, n, inverse=False):
-    lo, hi = step.wires[0], step.wires[-1]
+    phys = physical_wires(step, step.wires)
     return permute_span(state, perm_index(step, state.device, inverse),
-                        perm_index(step, state.device, not inverse), lo, hi, n)
+                        perm_index(step, state.device, not inverse), min(phys), max(phys), n)
 
 
-def apply_single(circuit, op, state, x, weights, inverse=False):
+def apply_single(circuit, op, state, x, weights, inverse=False, wires=None):
     angles = circuit.angle_values(op, x, weights)
-    return op.gate.apply(state, angles, op.wires, circuit.n_wires, circuit.data(op), op.adjoint ^ inverse)
+    return op.gate.apply(state, angles, op.wires if wires is None else wires, circuit.n_wires,
+                         circuit.data(op), op.adjoint ^ inverse)
+
+
+def oriented_matrix(step, m):
+    """(matrix, physical wires it acts on) for a dense step: the block's matrix re-expressed
+    on its wires in the physical order the step's kernel reads them."""
+    if step.order is None:
+        return m, step.wires
+    k = len(step.wires)
+    if step.mode == "front-to-back":
+        target = step.order[:k]
+    elif step.mode == "back-to-front":
+        target = step.order[-k:]
+    else:
+        pos = {w: p for p, w in enumerate(step.order)}
+        target = tuple(sorted(step.wires, key=pos.__getitem__))
+    if target != step.wires:
+        m = reorder_matrix(m, [step.wires.index(w) for w in target])
+    return m, physical_wires(step, target)
+
+
+def apply_dense_step(step, state, m, wires, n, undo=False):
+    """Apply a dense step's oriented matrix ``m`` on physical ``wires`` (from
+    :func:`oriented_matrix`); ``undo``: ``m`` is the adjoint, and a rotation runs backwards."""
+    if step.mode == "in-place":
+        return apply_matrix_unchecked(state, m, wires, n)
+    forward = (step.mode == "front-to-back") != undo
+    return (front_to_back if forward else back_to_front)(state, m, len(wires))
+
+
+def prefix_state(circuit, step, x, tables):
+    """|0…0⟩ after the prefix step's single-wire gates: a Kronecker product of one 2-vector per
+    wire, ``(B, 2^n)`` (B = 1 when no gate reads inputs), in about two writes of the state."""
+    n = circuit.n_wires
+    dtype, device = circuit.dtype, circuit.device
+    zero = torch.zeros(2, dtype=dtype, device=device)
+    zero[0] = 1
+    if step.ops:
+        per_wire = _grid_matrix(step, tables)[..., 0]        # (W, 2) or (B, W, 2): columns U|0⟩
+        if per_wire.dim() == 2:
+            per_wire = per_wire[None]
+    slot = {w: i for i, w in enumerate(step.wires)}
+    state = None
+    for w in range(n):
+        v = per_wire[:, slot[w]] if w in slot else zero[None]
+        state = v if state is None else (state[:, :, None] * v[:, None, :]).reshape(
+            max(state.shape[0], v.shape[0]), -1)
+    batch = x.shape[0] if x is not None else 1
+    return state.expand(batch, -1) if state.shape[0] != batch else state
 
 
 def run_circuit(circuit, state, x=None, weights=None, fuse=None):
-    plan = build_plan(circuit, fuse)
+    """The state after ``circuit``; ``state=None`` is |0…0⟩ (batch from ``x``, else 1)."""
+    plan = build_plan(circuit, fuse, layout=True, zero_start=state is None)
     n = circuit.n_wires
     tables = single_wire_tables(circuit, plan, x, weights)
     for step in plan.steps:
-        if step.kind == "single":
-            state = apply_single(circuit, step.ops[0], state, x, weights)
+        if step.kind == "prefix":
+            state = prefix_state(circuit, step, x, tables)
+        elif step.kind == "single":
+            op = step.ops[0]
+            state = apply_single(circuit, op, state, x, weights, wires=physical_wires(step, op.wires))
         elif step.kind == "perm":
             state = apply_perm_step(step, state, n)
+        elif step.kind == "relayout":
+            state = relayout(state, step.order, step.target)
         else:
-            state = apply_matrix_unchecked(state, step_matrix(circuit, step, x, weights, tables), step.wires, n)
+            m, wires = oriented_matrix(step, step_matrix(circuit, step, x, weights, tables))
+            state = apply_dense_step(step, state, m, wires, n)
     return state

@@ -92,7 +92,7 @@ def circuit_expval(circuit, observables, x=None, state=None, diff_method="backpr
     if shots is not None and diff_method == "adjoint":
         raise ValueError("expval: diff_method='adjoint' needs exact expectations; with shots use "
                          "'parameter-shift' (as hardware would) or 'backprop' for a value only")
-    x, state, squeeze = circuit.prepare(x, state)
+    x, state, squeeze = circuit.prepare(x, state, materialize=diff_method == "parameter-shift")
     if weights is None:
         weights = circuit.weights
     elif weights.shape != circuit.weights.shape:

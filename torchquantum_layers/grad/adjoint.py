@@ -17,7 +17,9 @@ import torch
 
 from ..circuit import Input, Param
 from ..observables import diagonal_table
-from ..engine import apply_perm_step, build_plan, run_circuit, single_wire_tables, step_matrix
+from ..engine import (apply_dense_step, apply_perm_step, build_plan, oriented_matrix, physical_wires,
+                      prefix_state, run_circuit, single_wire_tables, step_matrix)
+from ..kernels.layout import relayout
 from ..kernels.apply import (_level_positions, apply_diagonal_unchecked, apply_matrix_unchecked,
                              apply_two_level_unchecked)
 
@@ -51,13 +53,15 @@ def apply_generator(gate, state, wires, n):
     return apply_matrix_unchecked(state, g, wires, n)
 
 
-def derivative_states(circuit, op, angles, psi_before, psi_after, n):
-    """[∂U/∂θ_j ψ_before for each angle j] of one op (U† instead of U when op.adjoint)."""
+def derivative_states(circuit, op, angles, psi_before, psi_after, n, wires=None):
+    """[∂U/∂θ_j ψ_before for each angle j] of one op (U† instead of U when op.adjoint);
+    ``wires``: where the op's wires are in the state (default: op.wires)."""
     gate = op.gate
-    k = len(op.wires)
+    wires = op.wires if wires is None else wires
+    k = len(wires)
     if gate.generator_fn is not None and gate.n_params == 1:
         # U = exp(-iθG) (or its adjoint exp(+iθG)): ∂U/∂θ ψ = ∓i G U ψ
-        g_psi = apply_generator(gate, psi_after, op.wires, n)
+        g_psi = apply_generator(gate, psi_after, wires, n)
         return [g_psi * (1j if op.adjoint else -1j)]
     out = []
     data = circuit.data(op)
@@ -72,7 +76,7 @@ def derivative_states(circuit, op, angles, psi_before, psi_after, n):
             _, dm = torch.func.jvp(mat, (angles[j],), (torch.ones_like(angles[j]),))
         if op.adjoint:
             dm = dm.conj().transpose(-1, -2)
-        out.append(apply_matrix_unchecked(psi_before, dm, op.wires, n))
+        out.append(apply_matrix_unchecked(psi_before, dm, wires, n))
     return out
 
 
@@ -104,7 +108,20 @@ def outer_on_wires(lam, psi, wires, n, per_sample):
     return g if per_sample else g.sum(0)
 
 
-def _two_level_backward(circuit, op, psi, lam, x, weights, n, need_w, need_x, grad_w, grad_x):
+def block_gram(step, lam, psi, wires, n, per_sample):
+    """Σ λ_out ψ_in† on a dense step's wires, in the orientation of its kernel: λ after the
+    step, ψ before it (a rotating block finds its wires at opposite ends of the two)."""
+    if step.mode == "in-place":
+        return outer_on_wires(lam, psi, wires, n, per_sample)
+    B, d = lam.shape[0], 2 ** len(wires)
+    if step.mode == "back-to-front":
+        g = torch.matmul(lam.reshape(B, d, -1), psi.reshape(B, -1, d).conj())
+    else:
+        g = torch.matmul(lam.reshape(B, -1, d).transpose(1, 2), psi.reshape(B, d, -1).conj().transpose(1, 2))
+    return g if per_sample else g.sum(0)
+
+
+def _two_level_backward(circuit, op, psi, lam, x, weights, n, need_w, need_x, grad_w, grad_x, wires):
     """Un-compute ψ and λ through a two-level gate touching only its pair of levels.
 
     The gate's generator vanishes outside the pair, so ⟨λ| -iG ψ⟩ needs only the gathered
@@ -113,7 +130,7 @@ def _two_level_backward(circuit, op, psi, lam, x, weights, n, need_w, need_x, gr
     gate = op.gate
     angles = circuit.angle_values(op, x, weights)
     B = psi.shape[0]
-    idx = _level_positions(tuple(gate.levels), tuple(op.wires), n, str(psi.device))
+    idx = _level_positions(tuple(gate.levels), tuple(wires), n, str(psi.device))
     p_psi = psi.index_select(1, idx).reshape(B, 2, -1)
     p_lam = lam.index_select(1, idx).reshape(B, 2, -1)
     wants = [(isinstance(a, Param) and need_w) or (isinstance(a, Input) and need_x) for a in op.angles]
@@ -151,7 +168,7 @@ class AdjointExpval(torch.autograd.Function):
         ctx.circuit = circuit
         ctx.observables = observables
         ctx.apply_hamiltonian = apply_hamiltonian
-        ctx.state_batch = state.shape[0]
+        ctx.state_batch = None if state is None else state.shape[0]
         ctx.save_for_backward(psi, x, weights)
         return values
 
@@ -162,7 +179,7 @@ class AdjointExpval(torch.autograd.Function):
         need_x, need_state, need_w = ctx.needs_input_grad[2], ctx.needs_input_grad[3], ctx.needs_input_grad[4]
         need_x = need_x and x is not None
         n = circuit.n_wires
-        plan = build_plan(circuit)
+        plan = build_plan(circuit, layout=True, zero_start=ctx.state_batch is None)
         w_leaf = weights.detach().requires_grad_(need_w)
         x_leaf = x.detach().requires_grad_(need_x) if x is not None else None
         with torch.no_grad():
@@ -183,6 +200,19 @@ class AdjointExpval(torch.autograd.Function):
             tables = single_wire_tables(circuit, plan, x_leaf, w_leaf) if (need_w or need_x) else None
         mats, mat_grads = [], []
         for step in reversed(plan.steps):
+            if step.kind == "prefix":
+                # the product state's gates: autograd through the small per-wire vectors
+                if need_w or need_x:
+                    with torch.enable_grad():
+                        start = prefix_state(circuit, step, x_leaf, tables)
+                    if start.requires_grad:
+                        mats.append(start)
+                        mat_grads.append(2 * lam)
+                continue
+            if step.kind == "relayout":
+                psi = relayout(psi, step.target, step.order)
+                lam = relayout(lam, step.target, step.order)
+                continue
             if step.kind == "perm":
                 psi = apply_perm_step(step, psi, n, inverse=True)
                 lam = apply_perm_step(step, lam, n, inverse=True)
@@ -190,18 +220,20 @@ class AdjointExpval(torch.autograd.Function):
             if step.kind == "single" and step.ops[0].gate.kind == "two-level":
                 with torch.no_grad():
                     psi, lam = _two_level_backward(circuit, step.ops[0], psi, lam, x, weights, n,
-                                                   need_w, need_x, grad_w, grad_x)
+                                                   need_w, need_x, grad_w, grad_x,
+                                                   physical_wires(step, step.ops[0].wires))
                 continue
             if step.kind == "single":
                 op = step.ops[0]
+                wires = physical_wires(step, op.wires)
                 psi_after = psi
                 with torch.no_grad():
                     angles = circuit.angle_values(op, x, weights)
-                    psi = op.gate.apply(psi, angles, op.wires, n, circuit.data(op), not op.adjoint)
+                    psi = op.gate.apply(psi, angles, wires, n, circuit.data(op), not op.adjoint)
                     wants = [(isinstance(a, Param) and need_w) or (isinstance(a, Input) and need_x)
                              for a in op.angles]
                     if any(wants):
-                        mus = derivative_states(circuit, op, angles, psi, psi_after, n)
+                        mus = derivative_states(circuit, op, angles, psi, psi_after, n, wires)
                         for a, want, mu in zip(op.angles, wants, mus):
                             if want:
                                 d = 2 * _inner_real(lam, mu)
@@ -209,21 +241,21 @@ class AdjointExpval(torch.autograd.Function):
                                     grad_w[a.index] += a.scale * d.sum()
                                 else:
                                     grad_x[:, a.column] += a.scale * d
-                    lam = op.gate.apply(lam, angles, op.wires, n, circuit.data(op), not op.adjoint)
+                    lam = op.gate.apply(lam, angles, wires, n, circuit.data(op), not op.adjoint)
                 continue
             with torch.enable_grad():
-                m = step_matrix(circuit, step, x_leaf, w_leaf, tables)
+                m, wires = oriented_matrix(step, step_matrix(circuit, step, x_leaf, w_leaf, tables))
             with torch.no_grad():
                 m_dag = m.detach().conj().transpose(-1, -2)
-                psi = apply_matrix_unchecked(psi, m_dag, step.wires, n)
+                psi = apply_dense_step(step, psi, m_dag, wires, n, undo=True)
                 if m.requires_grad:
                     mats.append(m)
-                    mat_grads.append(2 * outer_on_wires(lam, psi, step.wires, n, m.dim() == 3))
+                    mat_grads.append(2 * block_gram(step, lam, psi, wires, n, m.dim() == 3))
                     if len(mats) >= _BLOCKS_PER_BACKWARD:
                         # flush in chunks: keeps memory flat in depth (the shared tables' graph stays)
                         torch.autograd.backward(mats, mat_grads, retain_graph=True)
                         mats, mat_grads = [], []
-                lam = apply_matrix_unchecked(lam, m_dag, step.wires, n)
+                lam = apply_dense_step(step, lam, m_dag, wires, n, undo=True)
         if mats:
             torch.autograd.backward(mats, mat_grads)
         if need_w and w_leaf.grad is not None:

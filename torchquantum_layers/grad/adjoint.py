@@ -19,7 +19,7 @@ from ..circuit import Input, Param
 from ..observables import diagonal_table
 from ..engine import (apply_dense_step, apply_perm_step, build_plan, oriented_matrix, physical_wires,
                       prefix_state, run_circuit, single_wire_tables, step_matrix)
-from ..kernels.layout import relayout
+from ..kernels.layout import relayout, rotation_gram
 from ..kernels.apply import (_level_positions, apply_diagonal_unchecked, apply_matrix_unchecked,
                              apply_two_level_unchecked)
 
@@ -113,11 +113,7 @@ def block_gram(step, lam, psi, wires, n, per_sample):
     step, ψ before it (a rotating block finds its wires at opposite ends of the two)."""
     if step.mode == "in-place":
         return outer_on_wires(lam, psi, wires, n, per_sample)
-    B, d = lam.shape[0], 2 ** len(wires)
-    if step.mode == "back-to-front":
-        g = torch.matmul(lam.reshape(B, d, -1), psi.reshape(B, -1, d).conj())
-    else:
-        g = torch.matmul(lam.reshape(B, -1, d).transpose(1, 2), psi.reshape(B, d, -1).conj().transpose(1, 2))
+    g = rotation_gram(lam, psi, len(wires), to_back=step.mode == "front-to-back")
     return g if per_sample else g.sum(0)
 
 

@@ -15,11 +15,13 @@ import torch
 
 
 def _batched_operand(state, matrix):
-    if matrix.dim() == 3 and matrix.shape[0] == 1:
-        matrix = matrix[0]
+    """(state, (B, d, d) matrix): a shared matrix is expanded, not copied — torch.matmul would
+    fold the batch into one GEMM and copy the transposed state to do so."""
     if matrix.dim() == 3 and state.shape[0] == 1 and matrix.shape[0] > 1:
         state = state.expand(matrix.shape[0], -1)
-    return state, matrix
+    B = state.shape[0]
+    # bmm cannot read a conjugate view: resolve it on the small matrix, not after expanding it
+    return state, matrix.resolve_conj().expand(B, *matrix.shape[-2:])
 
 
 def back_to_front(state: torch.Tensor, matrix: torch.Tensor, k: int) -> torch.Tensor:
@@ -27,7 +29,7 @@ def back_to_front(state: torch.Tensor, matrix: torch.Tensor, k: int) -> torch.Te
     state, matrix = _batched_operand(state, matrix)
     B = state.shape[0]
     d = 2 ** k
-    return torch.matmul(matrix, state.reshape(B, -1, d).transpose(1, 2)).reshape(B, -1)
+    return torch.bmm(matrix, state.reshape(B, -1, d).transpose(1, 2)).reshape(B, -1)
 
 
 def front_to_back(state: torch.Tensor, matrix: torch.Tensor, k: int) -> torch.Tensor:
@@ -35,7 +37,54 @@ def front_to_back(state: torch.Tensor, matrix: torch.Tensor, k: int) -> torch.Te
     state, matrix = _batched_operand(state, matrix)
     B = state.shape[0]
     d = 2 ** k
-    return torch.matmul(state.reshape(B, d, -1).transpose(1, 2), matrix.transpose(-1, -2)).reshape(B, -1)
+    return torch.bmm(state.reshape(B, d, -1).transpose(1, 2), matrix.transpose(-1, -2)).reshape(B, -1)
+
+
+def rotation_gram(grad_out: torch.Tensor, state_in: torch.Tensor, k: int, to_back: bool) -> torch.Tensor:
+    """Σ over the other wires of grad_out · state_in† on a rotating block's wires, per sample
+    ``(B, d, d)``: the matrix gradient of :func:`front_to_back` (``to_back``) or :func:`back_to_front`
+    (the adjoint method's λ ψ† is the same product)."""
+    B, d = grad_out.shape[0], 2 ** k
+    # conjugate the state contiguously (a clone-speed pass); bmm would resolve a conjugate,
+    # transposed view with a slow strided copy
+    psi_conj = state_in.conj().resolve_conj()
+    if to_back:
+        return torch.bmm(psi_conj.reshape(B, d, -1), grad_out.reshape(B, -1, d)).transpose(1, 2)
+    return torch.bmm(grad_out.reshape(B, d, -1), psi_conj.reshape(B, -1, d))
+
+
+class _Rotate(torch.autograd.Function):
+    """A rotating block whose backward is the opposite rotation by M† and one Gram product:
+    torch's own matmul backward copies the transposed state twice more."""
+
+    @staticmethod
+    def forward(ctx, state, matrix, k, to_back):
+        ctx.save_for_backward(state, matrix)
+        ctx.k, ctx.to_back = k, to_back
+        return (front_to_back if to_back else back_to_front)(state, matrix, k)
+
+    @staticmethod
+    def backward(ctx, grad):
+        state, matrix = ctx.saved_tensors
+        k, to_back = ctx.k, ctx.to_back
+        grad_state = grad_matrix = None
+        if ctx.needs_input_grad[0]:
+            undo = back_to_front if to_back else front_to_back
+            grad_state = undo(grad, matrix.conj().transpose(-1, -2), k)
+            if grad_state.shape[0] != state.shape[0]:
+                grad_state = grad_state.sum(0, keepdim=True)
+        if ctx.needs_input_grad[1]:
+            full = matrix.dim() == 3 and matrix.shape[0] == grad.shape[0]
+            g = rotation_gram(grad, state.expand(grad.shape[0], -1), k, to_back)
+            grad_matrix = g if full else g.sum(0).reshape(matrix.shape)
+        return grad_state, grad_matrix, None, None
+
+
+def rotate(state: torch.Tensor, matrix: torch.Tensor, k: int, to_back: bool) -> torch.Tensor:
+    """:func:`front_to_back` (``to_back``) or :func:`back_to_front`, differentiable."""
+    if torch.is_grad_enabled() and (state.requires_grad or matrix.requires_grad):
+        return _Rotate.apply(state, matrix, k, to_back)
+    return (front_to_back if to_back else back_to_front)(state, matrix, k)
 
 
 def relayout(state: torch.Tensor, order_from: tuple, order_to: tuple) -> torch.Tensor:

@@ -54,6 +54,9 @@ class Plan:
     groups: list
     n_shared: int
     n_batched: int
+    # dense steps of shared single-wire ops with the same (wires, ops per wire), and their
+    # stacked table indices (G, W, P): their matrices are built together, a few ops per group
+    shared_blocks: list = field(default_factory=list)
 
 
 def _angle_kind(a):
@@ -236,7 +239,13 @@ def _tabulate(steps) -> Plan:
             step.grid = (True, (shared_idx, batched_idx, from_batched), len(step.wires), P)
         else:
             step.grid = (False, idx.clamp(max=n_shared), len(step.wires), P)
-    return Plan(steps, list(shared + batched), n_shared, n_batched)
+    similar: dict = {}
+    for step in steps:
+        if step.kind == "dense" and step.grid is not None and not step.grid[0]:
+            similar.setdefault(tuple(step.grid[1].shape), []).append(step)
+    shared_blocks = [(members, torch.stack([st.grid[1] for st in members]))
+                     for members in similar.values() if len(members) > 1]
+    return Plan(steps, list(shared + batched), n_shared, n_batched, shared_blocks)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -286,6 +295,18 @@ def single_wire_tables(circuit, plan, x, weights):
     return shared_t, batched_t
 
 
+def shared_block_matrices(plan, tables) -> dict:
+    """{id(step): matrix} for the plan's groups of similar shared blocks, one group at a time."""
+    out = {}
+    if tables is None or tables[0] is None:
+        return out
+    for members, idx in plan.shared_blocks:
+        W, P = idx.shape[1:]
+        mats = _product_and_kron(tables[0][idx.to(tables[0].device)], W, P)   # (G, d, d)
+        out.update(zip((id(st) for st in members), mats.unbind(0)))
+    return out
+
+
 def _grid_matrix(step, tables):
     batched, idx, W, P = step.grid
     shared_t, batched_t = tables
@@ -295,10 +316,15 @@ def _grid_matrix(step, tables):
                            shared_t[shared_idx])             # (B, W, P, 2, 2)
     else:
         grid = shared_t[idx.to(shared_t.device)]              # (W, P, 2, 2)
+    return _product_and_kron(grid, W, P, kron_wires=step.kind != "prefix")
+
+
+def _product_and_kron(grid, W, P, kron_wires=True):
+    """(..., W, P, 2, 2) per-wire gate matrices -> (..., d, d) block (or (..., W, 2, 2) per wire)."""
     m = grid[..., 0, :, :]
     for s in range(1, P):
         m = grid[..., s, :, :] @ m
-    if step.kind == "prefix":
+    if not kron_wires:
         return m
     out = m[..., 0, :, :]
     for i in range(1, W):
@@ -356,7 +382,10 @@ def _general_block_matrix(circuit, step, x, weights):
     return total
 
 
-def step_matrix(circuit, step, x, weights, tables):
+def step_matrix(circuit, step, x, weights, tables, built=None):
+    """The dense step's matrix on its (sorted logical) wires; ``built``: from shared_block_matrices."""
+    if built and id(step) in built:
+        return built[id(step)]
     if step.grid is not None:
         return _grid_matrix(step, tables)
     return _general_block_matrix(circuit, step, x, weights)
@@ -464,6 +493,7 @@ def run_circuit(circuit, state, x=None, weights=None, fuse=None):
     plan = build_plan(circuit, fuse, layout=True, zero_start=state is None)
     n = circuit.n_wires
     tables = single_wire_tables(circuit, plan, x, weights)
+    built = shared_block_matrices(plan, tables)
     for step in plan.steps:
         if step.kind == "prefix":
             state = prefix_state(circuit, step, x, tables)
@@ -475,6 +505,6 @@ def run_circuit(circuit, state, x=None, weights=None, fuse=None):
         elif step.kind == "relayout":
             state = relayout(state, step.order, step.target)
         else:
-            m, wires = oriented_matrix(step, step_matrix(circuit, step, x, weights, tables))
+            m, wires = oriented_matrix(step, step_matrix(circuit, step, x, weights, tables, built))
             state = apply_dense_step(step, state, m, wires, n)
     return state

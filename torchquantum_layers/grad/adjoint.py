@@ -18,7 +18,8 @@ import torch
 from ..circuit import Input, Param
 from ..observables import diagonal_table
 from ..engine import (apply_dense_step, apply_perm_step, build_plan, oriented_matrix, physical_wires,
-                      prefix_state, run_circuit, single_wire_tables, step_matrix)
+                      prefix_state, run_circuit, shared_block_matrices, single_wire_tables,
+                      step_matrix)
 from ..kernels.layout import relayout, rotation_gram
 from ..kernels.apply import (_level_positions, apply_diagonal_unchecked, apply_matrix_unchecked,
                              apply_two_level_unchecked)
@@ -194,6 +195,7 @@ class AdjointExpval(torch.autograd.Function):
         grad_x = torch.zeros_like(x) if need_x else None
         with torch.enable_grad():
             tables = single_wire_tables(circuit, plan, x_leaf, w_leaf) if (need_w or need_x) else None
+            built = shared_block_matrices(plan, tables)
         mats, mat_grads = [], []
         for step in reversed(plan.steps):
             if step.kind == "prefix":
@@ -240,7 +242,7 @@ class AdjointExpval(torch.autograd.Function):
                     lam = op.gate.apply(lam, angles, wires, n, circuit.data(op), not op.adjoint)
                 continue
             with torch.enable_grad():
-                m, wires = oriented_matrix(step, step_matrix(circuit, step, x_leaf, w_leaf, tables))
+                m, wires = oriented_matrix(step, step_matrix(circuit, step, x_leaf, w_leaf, tables, built))
             with torch.no_grad():
                 m_dag = m.detach().conj().transpose(-1, -2)
                 psi = apply_dense_step(step, psi, m_dag, wires, n, undo=True)

@@ -40,6 +40,9 @@ def model(n, layers, device):
     return c.to(device)
 
 
+METHODS = ("backprop", "adjoint", "parameter-shift")
+
+
 def timing(device, repeats):
     """Value + gradient per method, and its ratio to a forward pass: the median over rounds that
     time forward, method, forward in turn (a shared machine's drifting load cancels)."""
@@ -53,7 +56,7 @@ def timing(device, repeats):
             tql.expval(c, obs, x=x)
     t_fwd = timeit(forward, device, repeats)
     rows = []
-    for method in ("backprop", "adjoint", "parameter-shift"):
+    for method in METHODS:
         def step():
             c.zero_grad()
             tql.expval(c, obs, x=x, diff_method=method).sum().backward()

@@ -485,7 +485,33 @@ def _kron_rows(parts):
         return parts[0]
     half = len(parts) // 2
     a, b = _kron_rows(parts[:half]), _kron_rows(parts[half:])
+    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        return _RowOuter.apply(a, b)
     return (a[:, :, None] * b[:, None, :]).reshape(max(a.shape[0], b.shape[0]), -1)
+
+
+class _RowOuter(torch.autograd.Function):
+    """Row-wise outer product whose backward is two batched matrix-vector products: autograd's
+    multiplies the state-sized gradient by a lazily conjugated operand (a slow path) and sums."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return (a[:, :, None] * b[:, None, :]).reshape(max(a.shape[0], b.shape[0]), -1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        B = grad.shape[0]
+        g = grad.reshape(B, a.shape[1], b.shape[1])
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = torch.bmm(g, b.conj().resolve_conj().expand(B, -1)[:, :, None])[:, :, 0]
+            ga = ga.sum(0, keepdim=True) if a.shape[0] != B else ga
+        if ctx.needs_input_grad[1]:
+            gb = torch.bmm(a.conj().resolve_conj().expand(B, -1)[:, None, :], g)[:, 0, :]
+            gb = gb.sum(0, keepdim=True) if b.shape[0] != B else gb
+        return ga, gb
 
 
 def run_circuit(circuit, state, x=None, weights=None, fuse=None):

@@ -1105,6 +1105,23 @@ def _prepare_state(state, what: str):
     return state, n, squeeze
 
 
+class _DiagonalExpectation(torch.autograd.Function):
+    """(r ∘ r) @ w for the amplitudes' real view r; backward is one GEMM and one product
+    (autograd's own is a GEMM, two products and a sum of two state-sized terms)."""
+
+    @staticmethod
+    def forward(ctx, r, w):
+        ctx.save_for_backward(r, w)
+        return torch.mm(r * r, w)
+
+    @staticmethod
+    def backward(ctx, grad):
+        r, w = ctx.saved_tensors
+        grad_r = torch.mm(grad, w.T).mul_(r).mul_(2) if ctx.needs_input_grad[0] else None
+        grad_w = torch.mm((r * r).T, grad) if ctx.needs_input_grad[1] else None
+        return grad_r, grad_w
+
+
 def _grad_mode(state) -> bool:
     return torch.is_grad_enabled() and state.requires_grad
 
@@ -1237,6 +1254,8 @@ class _ExpvalPlan:
             E = torch.zeros(B, self.n_obs, dtype=self.real, device=psi.device)
         elif self.n_obs == 1 and not grad:
             E = torch.mv(r * r, self.w0[:, 0]).unsqueeze(1)
+        elif grad:
+            E = _DiagonalExpectation.apply(r, self.w0)
         else:
             E = torch.mm(r * r, self.w0)
         if not self.groups:

@@ -20,7 +20,7 @@ from ..observables import diagonal_table
 from ..engine import (apply_dense_step, apply_perm_step, build_plan, oriented_matrix, physical_wires,
                       prefix_state, run_circuit, shared_block_matrices, single_wire_tables,
                       step_matrix)
-from ..kernels.layout import relayout, rotation_gram
+from ..kernels.layout import output_gram, relayout, rotation_gram
 from ..kernels.apply import (_level_positions, apply_diagonal_unchecked, apply_matrix_unchecked,
                              apply_two_level_unchecked)
 
@@ -245,10 +245,16 @@ class AdjointExpval(torch.autograd.Function):
                 m, wires = oriented_matrix(step, step_matrix(circuit, step, x_leaf, w_leaf, tables, built))
             with torch.no_grad():
                 m_dag = m.detach().conj().transpose(-1, -2)
+                from_output = m.requires_grad and step.mode == "front-to-back" and m.dim() == 2
+                if from_output:
+                    # before un-computing ψ: the Gram of λ and ψ after the block, one GEMM
+                    gram = output_gram(lam, psi, m.detach(), len(wires))
                 psi = apply_dense_step(step, psi, m_dag, wires, n, undo=True)
                 if m.requires_grad:
                     mats.append(m)
-                    mat_grads.append(2 * block_gram(step, lam, psi, wires, n, m.dim() == 3))
+                    if not from_output:
+                        gram = block_gram(step, lam, psi, wires, n, m.dim() == 3)
+                    mat_grads.append(2 * gram)
                     if len(mats) >= _BLOCKS_PER_BACKWARD:
                         # flush in chunks: keeps memory flat in depth (the shared tables' graph stays)
                         torch.autograd.backward(mats, mat_grads, retain_graph=True)

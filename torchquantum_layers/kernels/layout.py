@@ -53,30 +53,47 @@ def rotation_gram(grad_out: torch.Tensor, state_in: torch.Tensor, k: int, to_bac
     return torch.bmm(grad_out.reshape(B, d, -1), psi_conj.reshape(B, -1, d))
 
 
+def output_gram(grad_out: torch.Tensor, state_out: torch.Tensor, matrix: torch.Tensor, k: int) -> torch.Tensor:
+    """The shared ``(d, d)`` matrix gradient of :func:`front_to_back` from its *output*:
+    Σ g ψ_in† = (Σ g ψ_out†) M, and after a front-to-back rotation g and ψ_out share one
+    ``(B·X, d)`` layout, so the sum over batch and rest is one GEMM reading ψ_out
+    conjugate-transposed in place (no conjugate copy of a state, no batched small products)."""
+    d = 2 ** k
+    g_prime = (state_out.reshape(-1, d).mH @ grad_out.reshape(-1, d)).transpose(0, 1)
+    return g_prime @ matrix
+
+
 class _Rotate(torch.autograd.Function):
     """A rotating block whose backward is the opposite rotation by M† and one Gram product:
     torch's own matmul backward copies the transposed state twice more."""
 
     @staticmethod
     def forward(ctx, state, matrix, k, to_back):
-        ctx.save_for_backward(state, matrix)
-        ctx.k, ctx.to_back = k, to_back
-        return (front_to_back if to_back else back_to_front)(state, matrix, k)
+        out = (front_to_back if to_back else back_to_front)(state, matrix, k)
+        # a shared front-to-back block takes its gradient from the output (see output_gram);
+        # saving it costs nothing: the next step keeps the same tensor as its input
+        ctx.from_output = to_back and matrix.dim() == 2
+        ctx.save_for_backward(out if ctx.from_output else state, matrix)
+        ctx.k, ctx.to_back, ctx.state_batch = k, to_back, state.shape[0]
+        return out
 
     @staticmethod
     def backward(ctx, grad):
-        state, matrix = ctx.saved_tensors
+        saved, matrix = ctx.saved_tensors
         k, to_back = ctx.k, ctx.to_back
         grad_state = grad_matrix = None
         if ctx.needs_input_grad[0]:
             undo = back_to_front if to_back else front_to_back
             grad_state = undo(grad, matrix.conj().transpose(-1, -2), k)
-            if grad_state.shape[0] != state.shape[0]:
+            if grad_state.shape[0] != ctx.state_batch:
                 grad_state = grad_state.sum(0, keepdim=True)
         if ctx.needs_input_grad[1]:
-            full = matrix.dim() == 3 and matrix.shape[0] == grad.shape[0]
-            g = rotation_gram(grad, state.expand(grad.shape[0], -1), k, to_back)
-            grad_matrix = g if full else g.sum(0).reshape(matrix.shape)
+            if ctx.from_output:
+                grad_matrix = output_gram(grad, saved, matrix, k)
+            else:
+                full = matrix.dim() == 3 and matrix.shape[0] == grad.shape[0]
+                g = rotation_gram(grad, saved.expand(grad.shape[0], -1), k, to_back)
+                grad_matrix = g if full else g.sum(0).reshape(matrix.shape)
         return grad_state, grad_matrix, None, None
 
 

@@ -458,7 +458,7 @@ def apply_dense_step(step, state, m, wires, n, undo=False):
     :func:`oriented_matrix`); ``undo``: ``m`` is the adjoint, and a rotation runs backwards."""
     if step.mode == "in-place":
         return apply_matrix_unchecked(state, m, wires, n)
-    return rotate(state, m, len(wires), to_back=(step.mode == "front-to-back") != undo)
+    return rotate(state, m, len(wires), to_back=(step.mode == "front-to-back") != undo, unitary=True)
 
 
 def prefix_state(circuit, step, x, tables):

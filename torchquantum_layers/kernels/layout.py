@@ -54,8 +54,8 @@ def rotation_gram(grad_out: torch.Tensor, state_in: torch.Tensor, k: int, to_bac
 
 
 def output_gram(grad_out: torch.Tensor, state_out: torch.Tensor, matrix: torch.Tensor, k: int) -> torch.Tensor:
-    """The shared ``(d, d)`` matrix gradient of :func:`front_to_back` from its *output*:
-    Σ g ψ_in† = (Σ g ψ_out†) M, and after a front-to-back rotation g and ψ_out share one
+    """The shared ``(d, d)`` matrix gradient of :func:`front_to_back` for a unitary M from its
+    *output*: Σ g ψ_in† = (Σ g ψ_out†) M, and after a front-to-back rotation g and ψ_out share one
     ``(B·X, d)`` layout, so the sum over batch and rest is one GEMM reading ψ_out
     conjugate-transposed in place (no conjugate copy of a state, no batched small products)."""
     d = 2 ** k
@@ -68,11 +68,11 @@ class _Rotate(torch.autograd.Function):
     torch's own matmul backward copies the transposed state twice more."""
 
     @staticmethod
-    def forward(ctx, state, matrix, k, to_back):
+    def forward(ctx, state, matrix, k, to_back, unitary):
         out = (front_to_back if to_back else back_to_front)(state, matrix, k)
-        # a shared front-to-back block takes its gradient from the output (see output_gram);
-        # saving it costs nothing: the next step keeps the same tensor as its input
-        ctx.from_output = to_back and matrix.dim() == 2
+        # a shared unitary front-to-back block takes its gradient from the output (see
+        # output_gram); saving it costs nothing: the next step keeps the same tensor as its input
+        ctx.from_output = unitary and to_back and matrix.dim() == 2
         ctx.save_for_backward(out if ctx.from_output else state, matrix)
         ctx.k, ctx.to_back, ctx.state_batch = k, to_back, state.shape[0]
         return out
@@ -94,13 +94,16 @@ class _Rotate(torch.autograd.Function):
                 full = matrix.dim() == 3 and matrix.shape[0] == grad.shape[0]
                 g = rotation_gram(grad, saved.expand(grad.shape[0], -1), k, to_back)
                 grad_matrix = g if full else g.sum(0).reshape(matrix.shape)
-        return grad_state, grad_matrix, None, None
+        return grad_state, grad_matrix, None, None, None
 
 
-def rotate(state: torch.Tensor, matrix: torch.Tensor, k: int, to_back: bool) -> torch.Tensor:
-    """:func:`front_to_back` (``to_back``) or :func:`back_to_front`, differentiable."""
+def rotate(state: torch.Tensor, matrix: torch.Tensor, k: int, to_back: bool, unitary: bool = False) -> torch.Tensor:
+    """:func:`front_to_back` (``to_back``) or :func:`back_to_front`, differentiable.
+
+    ``unitary``: the caller guarantees M† M = I (the engine's blocks are products of gates,
+    unitary to :data:`gates.UNITARY_ATOL`), which lets the backward use ψ_in = M† ψ_out."""
     if torch.is_grad_enabled() and (state.requires_grad or matrix.requires_grad):
-        return _Rotate.apply(state, matrix, k, to_back)
+        return _Rotate.apply(state, matrix, k, to_back, unitary)
     return (front_to_back if to_back else back_to_front)(state, matrix, k)
 
 

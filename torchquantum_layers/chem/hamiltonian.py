@@ -14,7 +14,6 @@ the constant and ``Σ_{i∈C} [2 (pq|ii) − (pi|iq)]`` to the active one-body i
 from __future__ import annotations
 
 import datetime
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 

@@ -124,7 +124,6 @@ def relayout(state: torch.Tensor, order_from: tuple, order_to: tuple) -> torch.T
 
 def _cyclic_shift(order_from, order_to):
     """r such that order_to = order_from[r:] + order_from[:r], or None."""
-    n = len(order_from)
     if not order_to:
         return None
     r = order_from.index(order_to[0])

@@ -22,6 +22,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
+from torchquantum_layers.runtime import keep_freed_memory  # noqa: E402
 
 from common import machine, paired, synced, table, timeit, today  # noqa: E402
 
@@ -123,6 +124,8 @@ def main(argv=None):
     ap.add_argument("--memory-only", action="store_true")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--keep-freed-memory", action="store_true",
+                    help="tql.runtime.keep_freed_memory() before the timings of (a), as the tql command does")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -132,8 +135,11 @@ def main(argv=None):
         return
     print(f"# gradients benchmark, {today()}, {machine()}, device {args.device}")
     if not args.memory_only:
+        # the memory part (b) runs in fresh subprocesses with their own allocator settings
+        kept = keep_freed_memory() if args.keep_freed_memory else False
         t_fwd, rows = timing(args.device, 5)
-        print(f"(a) n=10, B=256, L=4: forward only {t_fwd * 1e3:.1f} ms")
+        print(f"(a) n=10, B=256, L=4: forward only {t_fwd * 1e3:.1f} ms"
+              + (" (keep_freed_memory() applied)" if kept else ""))
         print(table(rows, ["diff_method", "value+grad ms", "x forward"]))
     depths = [10, 50] if args.quick else [10, 50, 200]
     print("(b) n=14, B=64: peak memory of value+grad (MiB above the process baseline)")

@@ -10,6 +10,7 @@ from functools import lru_cache
 
 import torch
 
+from . import native
 from .state import n_wires_of
 
 # A block whose trailing part is this small is widened to a row GEMM (measured: BLAS is
@@ -116,6 +117,10 @@ def apply_block(state: torch.Tensor, matrix: torch.Tensor, first: int, k: int, n
     """
     if matrix.dim() == 3 and matrix.shape[0] == 1:
         matrix = matrix[0]
+    if k == 1:
+        fast = native.apply_2x2(state, matrix, first, n)
+        if fast is not None:
+            return fast
     batched = matrix.dim() == 3
     state = _broadcast_batch(state, matrix, batched)
     B = state.shape[0]
@@ -268,11 +273,16 @@ def gather_span(state: torch.Tensor, idx: torch.Tensor, lo: int, hi: int, n: int
     B = state.shape[0]
     S = idx.shape[0]
     L, R = 2 ** lo, 2 ** (n - hi - 1)
+    if R == 1:
+        widen = min(L, max(1, _MIN_GATHER_ROW // S))
+        if widen > 1:
+            idx = (torch.arange(widen, device=idx.device)[:, None] * S + idx).reshape(-1)
+            lo -= widen.bit_length() - 1
+    fast = native.permute(state, idx, lo, hi, n)
+    if fast is not None:
+        return fast
     if R > 1:
         return state.reshape(B * L, S, R).index_select(1, idx).reshape(B, -1)
-    widen = min(L, max(1, _MIN_GATHER_ROW // S))
-    if widen > 1:
-        idx = (torch.arange(widen, device=idx.device)[:, None] * S + idx).reshape(-1)
     rows = state.reshape(-1, idx.shape[0])
     if rows.dtype == torch.complex64 and rows.is_contiguous():
         # the same 8 bytes as one float64: torch's real gather runs ~1.7x faster than its complex one
@@ -311,8 +321,27 @@ def apply_permutation_unchecked(state, perm, wires, n):
         perm = tuple(reorder_vector(torch.tensor(perm), order).tolist())
         # perm values are local indices in the old wire order: relabel them too
         perm = tuple(_relabel(p, order) for p in perm)
+    if 2 ** (sw[-1] - sw[0] + 1) > _CACHED_INDEX_MAX:
+        # far-apart wires (a long-range CNOT): an index over the whole span would be built per
+        # call (2^span int64); copying the 2^k local slices is one pass with no index at all
+        return _permute_local_slices(state, perm, sw, n)
     index, inverse = _span_permutation(perm, sw, str(state.device))
     return permute_span(state, index, inverse, sw[0], sw[-1], n)
+
+
+def _permute_local_slices(state, perm, wires, n):
+    """``new[i] = old[perm[i]]`` in the local basis of sorted ``wires``: one strided copy per local state."""
+    B = state.shape[0]
+    k = len(wires)
+    view = state.reshape(B, *([2] * n))
+    out = torch.empty_like(view)
+
+    def at(local):
+        bits = {w: (local >> (k - 1 - j)) & 1 for j, w in enumerate(wires)}
+        return (slice(None),) + tuple(bits.get(w, slice(None)) for w in range(n))
+    for new, old in enumerate(perm):
+        out[at(new)] = view[at(old)]
+    return out.reshape(B, -1)
 
 
 def _relabel(value: int, order) -> int:

@@ -1,0 +1,97 @@
+"""The optional native CPU kernels (kernels/native.c) against NumPy and the torch kernels."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+import torchquantum_layers as tql
+from torchquantum_layers import gates as G
+from torchquantum_layers.kernels import apply as A
+from torchquantum_layers.kernels import native
+
+from . import oracle
+
+HAS_CC = any(shutil.which(c) for c in ("cc", "gcc"))
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+def test_status_matches_the_machine():
+    """Built and loaded wherever a C compiler exists (it does on the CI machines)."""
+    if HAS_CC:
+        assert native.library() is not None and native.status().startswith("in use"), native.status()
+    else:
+        assert native.library() is None and "compiler" in native.status()
+
+
+def test_disabled_by_environment(monkeypatch):
+    monkeypatch.setenv("TQL_NATIVE", "0")
+    lib, reason = native._load()
+    assert lib is None and "TQL_NATIVE=0" in reason
+
+
+needs_native = pytest.mark.skipif(not HAS_CC, reason="no C compiler: the torch kernels run instead "
+                                  "(test_status_matches_the_machine checks that)")
+
+
+@needs_native
+@pytest.mark.parametrize("wire", [0, 5, 11])
+@pytest.mark.parametrize("per_sample", [False, True])
+def test_apply_2x2_matches_oracle(wire, per_sample, dtype, atol):
+    n, B = 12, 2
+    rng = np.random.default_rng(wire)
+    psi = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
+    u = oracle.random_unitaries(B, 2, rng) if per_sample else oracle.random_unitary(2, rng)
+    out = native.apply_2x2(psi, torch.as_tensor(u, dtype=dtype), wire, n)
+    assert out is not None
+    np.testing.assert_allclose(_np(out), oracle.apply_dense(_np(psi), u, [wire], n), atol=atol)
+
+
+@needs_native
+@pytest.mark.parametrize("wires", [(0, 1), (4, 6), (10, 11), (0, 11)])
+def test_permutation_matches_torch_gather(wires, dtype):
+    n, B = 12, 2
+    psi = tql.random_state(n, B, dtype=dtype, generator=torch.Generator().manual_seed(1))
+    idx, _ = A._span_permutation_uncached((0, 1, 3, 2), wires, "cpu")
+    lo, hi = wires[0], wires[-1]
+    L, R = 2 ** lo, 2 ** (n - hi - 1)
+    want = psi.reshape(B * L, -1, R)[:, idx].reshape(B, -1)
+    got = A.gather_span(psi, idx, lo, hi, n)          # native, widened when R == 1
+    assert torch.equal(got, want)
+    assert torch.equal(native.permute(psi, idx, lo, hi, n), want)
+
+
+def test_not_used_where_autograd_records(dtype):
+    psi = tql.random_state(12, 2, dtype=dtype).requires_grad_()
+    m = torch.eye(2, dtype=dtype)
+    assert native.apply_2x2(psi, m, 3, 12) is None
+    with torch.no_grad():
+        assert (native.apply_2x2(psi, m, 3, 12) is not None) == HAS_CC
+    assert native.apply_2x2(tql.random_state(4, 1, dtype=dtype), m, 1, 4) is None    # too small to pay
+
+
+@pytest.mark.parametrize("gate,wires", [("CNOT", (0, 16)), ("CNOT", (16, 0)), ("TOFFOLI", (0, 9, 16)),
+                                        ("SWAP", (16, 0))])
+def test_long_range_permutations_without_a_register_index(gate, wires, dtype):
+    """Spans beyond 16 wires take one strided copy per local state; same result as the index path."""
+    n = 17
+    g = G.get_gate(gate)
+    psi = tql.random_state(n, 1, dtype=dtype, generator=torch.Generator().manual_seed(2)).requires_grad_()
+    out = g.apply(psi, (), wires, n)
+    sw, order = A._sorted(wires)
+    perm = tuple(int(p) for p in g.perm_fn(len(wires)))
+    if sw != tuple(wires):
+        perm = tuple(A._relabel(p, order) for p in A.reorder_vector(torch.tensor(perm), order).tolist())
+    idx, _ = A._span_permutation_uncached(perm, sw, "cpu")
+    want = psi.detach()[:, idx]
+    assert torch.equal(out.detach(), want)
+    weights = torch.randn_like(out)
+    (out * weights).real.sum().backward()
+    back = torch.empty_like(weights)
+    back[:, idx] = weights.conj()              # d Re(w·ψ[idx]) / dψ*: w̄ moved back by the inverse
+    np.testing.assert_allclose(_np(psi.grad), _np(back), atol=0)

@@ -77,8 +77,12 @@ def test_not_used_where_autograd_records(dtype):
 
 @pytest.mark.parametrize("gate,wires", [("CNOT", (0, 16)), ("CNOT", (16, 0)), ("TOFFOLI", (0, 9, 16)),
                                         ("SWAP", (16, 0))])
-def test_long_range_permutations_without_a_register_index(gate, wires, dtype):
-    """Spans beyond 16 wires take one strided copy per local state; same result as the index path."""
+@pytest.mark.parametrize("use_native", [True, False])
+def test_long_range_permutations_without_a_register_index(gate, wires, use_native, dtype, monkeypatch):
+    """Spans beyond 16 wires take the native local-basis kernel (or one strided copy per local
+    state without it): the same result as the register-wide index path."""
+    if not use_native:
+        monkeypatch.setattr(native, "_usable", lambda *a: False)
     n = 17
     g = G.get_gate(gate)
     psi = tql.random_state(n, 1, dtype=dtype, generator=torch.Generator().manual_seed(2)).requires_grad_()

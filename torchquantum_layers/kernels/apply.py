@@ -330,7 +330,11 @@ def apply_permutation_unchecked(state, perm, wires, n):
 
 
 def _permute_local_slices(state, perm, wires, n):
-    """``new[i] = old[perm[i]]`` in the local basis of sorted ``wires``: one strided copy per local state."""
+    """``new[i] = old[perm[i]]`` in the local basis of sorted ``wires``: one pass of the native
+    kernel, else one strided copy per local state."""
+    fast = native.permute_local(state, perm, wires, n)
+    if fast is not None:
+        return fast
     B = state.shape[0]
     k = len(wires)
     view = state.reshape(B, *([2] * n))

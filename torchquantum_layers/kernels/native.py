@@ -78,6 +78,8 @@ def _load():
         getattr(lib, name).restype = None
     lib.tql_permute.argtypes = [vp, vp, i64, i64, i64, vp, i64, cint]
     lib.tql_permute.restype = None
+    lib.tql_permute_local.argtypes = [vp, vp, i64, i64, vp, vp, i64, i64, i64, cint]
+    lib.tql_permute_local.restype = None
     return lib, f"in use ({path})"
 
 
@@ -137,3 +139,19 @@ def permute(state: torch.Tensor, idx: torch.Tensor, lo: int, hi: int, n: int):
                           state.element_size(), torch.get_num_threads())
     return out
 
+
+
+def permute_local(state: torch.Tensor, perm, wires, n: int):
+    """``new[i] = old[perm[i]]`` in the local basis of ``wires`` (wires[0]: the local state's most
+    significant bit), with no index over the register, or None where not usable."""
+    if not _usable(state):
+        return None
+    k = len(wires)
+    bit = [1 << (n - 1 - w) for w in wires]
+    off = [sum(b for j, b in enumerate(bit) if (local >> (k - 1 - j)) & 1) for local in range(2 ** k)]
+    off_t = torch.tensor(off, dtype=torch.int64)
+    src_t = torch.tensor([off[p] for p in perm], dtype=torch.int64)
+    out = torch.empty_like(state)
+    library().tql_permute_local(state.data_ptr(), out.data_ptr(), state.shape[0], n, off_t.data_ptr(),
+                                src_t.data_ptr(), k, sum(bit), state.element_size(), torch.get_num_threads())
+    return out

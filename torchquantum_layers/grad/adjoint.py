@@ -17,9 +17,8 @@ import torch
 
 from ..circuit import Input, Param
 from ..observables import diagonal_table
-from ..engine import (apply_dense_step, apply_perm_step, build_plan, oriented_matrix, physical_wires,
-                      prefix_state, run_circuit, shared_block_matrices, single_wire_tables,
-                      step_matrix)
+from ..block_matrices import prefix_state, shared_block_matrices, single_wire_tables, step_matrix
+from ..engine import apply_dense_step, apply_perm_step, build_plan, oriented_matrix, physical_wires, run_circuit
 from ..kernels.layout import output_gram, relayout, rotation_gram
 from ..kernels.apply import (_level_positions, apply_diagonal_unchecked, apply_matrix_unchecked,
                              apply_two_level_unchecked)

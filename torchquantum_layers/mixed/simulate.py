@@ -17,8 +17,8 @@ from typing import Optional
 
 import torch
 
-from ..engine import (DEFAULT_MAX_FUSED_WIRES, _fuse, _tabulate, build_plan, perm_index, single_wire_tables,
-                      step_matrix)
+from ..block_matrices import single_wire_tables, step_matrix
+from ..engine import DEFAULT_MAX_FUSED_WIRES, _fuse, _tabulate, build_plan, perm_index
 from ..kernels.apply import (apply_matrix_unchecked,
                              check_wires, permute_span)
 from ..functional import prepare_gate_call

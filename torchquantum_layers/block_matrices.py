@@ -1,0 +1,208 @@
+"""The matrices the engine applies, built from the circuit's angles (autograd records this part).
+
+The matrices of all single-wire ops are computed once per call, one vectorised call per (gate,
+angle kind) group (:func:`single_wire_tables`); each block of single-wire ops is assembled from
+that table by an index, a few batched 2×2 products and a Kronecker product, and similar shared
+blocks are assembled together (:func:`shared_block_matrices`). Other blocks multiply their ops'
+matrices (:func:`step_matrix`). A circuit that starts from |0…0⟩ starts from the product state
+of its leading single-wire gates (:func:`prefix_state`).
+"""
+from __future__ import annotations
+
+import torch
+
+from .kernels.apply import kron, reorder_matrix
+
+
+def _group_angles(group, weights, x, real, device):
+    out = []
+    for spec in group.angle_index:
+        if spec[0] == "param":
+            idx, scale = spec[1].to(device), spec[2].to(device=device, dtype=real)
+            out.append(weights.to(real)[idx] * scale)
+        elif spec[0] == "input":
+            idx, scale = spec[1].to(device), spec[2].to(device=device, dtype=real)
+            out.append(x[:, idx] * scale)
+        else:
+            out.append(spec[1].to(device=device, dtype=real))
+    if group.batched:
+        B = x.shape[0]
+        out = [a.expand(B, -1) if a.dim() == 1 else a for a in out]
+    return tuple(out)
+
+
+def single_wire_tables(circuit, plan, x, weights):
+    """(shared (Ms+1, 2, 2), batched (B, Mb+1, 2, 2) or None): every single-wire op's matrix.
+
+    The last entry of each table is the identity (padding for wires with fewer ops). Shared ops
+    are not copied into the batched table: that copy grew with depth times batch.
+    """
+    if not plan.groups:
+        return None, None
+    dtype, device = circuit.dtype, circuit.device
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    w = circuit.weights if weights is None else weights
+    shared, batched = [], []
+    for g in plan.groups:
+        m = g.gate.matrix_fn(_group_angles(g, w, x, real, device), 1, dtype, None, device)
+        if g.adjoint:
+            m = m.conj().transpose(-1, -2)
+        if m.dim() == 2:          # parameter-free gate: one constant matrix for all its ops
+            m = m.expand(len(g.ops), 2, 2)
+        (batched if g.batched else shared).append(m)
+    eye = torch.eye(2, dtype=dtype, device=device)
+    shared_t = torch.cat(shared + [eye[None]], dim=0) if shared else eye[None]
+    batched_t = None
+    if batched:
+        B = batched[0].shape[0]
+        batched_t = torch.cat([*batched, eye.expand(B, 1, 2, 2)], dim=1)
+    return shared_t, batched_t
+
+
+def shared_block_matrices(plan, tables) -> dict:
+    """{id(step): matrix} for the plan's groups of similar shared blocks, one group at a time."""
+    out = {}
+    if tables is None or tables[0] is None:
+        return out
+    for members, idx in plan.shared_blocks:
+        W, P = idx.shape[1:]
+        mats = _product_and_kron(tables[0][idx.to(tables[0].device)], W, P)   # (G, d, d)
+        out.update(zip((id(st) for st in members), mats.unbind(0)))
+    return out
+
+
+def _grid_matrix(step, tables):
+    batched, idx, W, P = step.grid
+    shared_t, batched_t = tables
+    if batched:
+        shared_idx, batched_idx, from_batched = (t.to(batched_t.device) for t in idx)
+        grid = torch.where(from_batched[..., None, None], batched_t[:, batched_idx],
+                           shared_t[shared_idx])             # (B, W, P, 2, 2)
+    else:
+        grid = shared_t[idx.to(shared_t.device)]              # (W, P, 2, 2)
+    return _product_and_kron(grid, W, P, kron_wires=step.kind != "prefix")
+
+
+def _product_and_kron(grid, W, P, kron_wires=True):
+    """(..., W, P, 2, 2) per-wire gate matrices -> (..., d, d) block (or (..., W, 2, 2) per wire)."""
+    m = grid[..., 0, :, :]
+    for s in range(1, P):
+        m = grid[..., s, :, :] @ m
+    if not kron_wires:
+        return m
+    out = m[..., 0, :, :]
+    for i in range(1, W):
+        out = kron(out, m[..., i, :, :])
+    return out
+
+
+def _embed(m, positions, n_block):
+    """Matrix on block positions ``positions`` widened to all ``n_block`` block wires."""
+    if len(positions) == n_block and list(positions) == list(range(n_block)):
+        return m
+    rest = [i for i in range(n_block) if i not in positions]
+    eye = torch.eye(2 ** len(rest), dtype=m.dtype, device=m.device)
+    wide = kron(m, eye)
+    order = list(positions) + rest
+    return reorder_matrix(wide, [order.index(i) for i in range(n_block)])
+
+
+def op_matrix(circuit, op, x, weights=None):
+    angles = circuit.angle_values(op, x, weights)
+    m = op.gate.matrix_fn(angles, len(op.wires), circuit.dtype, circuit.data(op), circuit.device)
+    return m.conj().transpose(-1, -2) if op.adjoint else m
+
+
+def _general_block_matrix(circuit, step, x, weights):
+    """Product of a block's ops; single-wire runs are multiplied per wire, then one kron."""
+    bw = step.wires
+    nb = len(bw)
+    pos_of = {w: i for i, w in enumerate(bw)}
+    pending: dict = {}
+    total = None
+
+    def flush(positions):
+        nonlocal total
+        mats = [(p, pending.pop(p)) for p in sorted(positions) if p in pending]
+        if not mats:
+            return
+        m = mats[0][1]
+        for _, nxt in mats[1:]:
+            m = kron(m, nxt)
+        wide = _embed(m, [p for p, _ in mats], nb)
+        total = wide if total is None else wide @ total
+
+    for op in step.ops:
+        m = op_matrix(circuit, op, x, weights)
+        positions = [pos_of[w] for w in op.wires]
+        if len(positions) == 1:
+            p = positions[0]
+            pending[p] = m if p not in pending else m @ pending[p]
+            continue
+        flush(positions)
+        wide = _embed(m, positions, nb)
+        total = wide if total is None else wide @ total
+    flush(list(pending))
+    return total
+
+
+def step_matrix(circuit, step, x, weights, tables, built=None):
+    """The dense step's matrix on its (sorted logical) wires; ``built``: from shared_block_matrices."""
+    if built and id(step) in built:
+        return built[id(step)]
+    if step.grid is not None:
+        return _grid_matrix(step, tables)
+    return _general_block_matrix(circuit, step, x, weights)
+
+
+def prefix_state(circuit, step, x, tables):
+    """|0…0⟩ after the prefix step's single-wire gates: a Kronecker product of one 2-vector per
+    wire, ``(B, 2^n)`` (B = 1 when no gate reads inputs), in about two writes of the state."""
+    n = circuit.n_wires
+    dtype, device = circuit.dtype, circuit.device
+    zero = torch.zeros(2, dtype=dtype, device=device)
+    zero[0] = 1
+    if step.ops:
+        per_wire = _grid_matrix(step, tables)[..., 0]        # (W, 2) or (B, W, 2): columns U|0⟩
+        if per_wire.dim() == 2:
+            per_wire = per_wire[None]
+    slot = {w: i for i, w in enumerate(step.wires)}
+    state = _kron_rows([per_wire[:, slot[w]] if w in slot else zero[None] for w in range(n)])
+    batch = x.shape[0] if x is not None else 1
+    return state.expand(batch, -1) if state.shape[0] != batch else state
+
+
+def _kron_rows(parts):
+    """Row-wise Kronecker product of (B_i, 2) vectors, halves first: only the last product is
+    state-sized, and as (2^(n/2) x 2^(n/2)) it broadcasts fast (a long-by-2 one runs 4x slower)."""
+    if len(parts) == 1:
+        return parts[0]
+    half = len(parts) // 2
+    a, b = _kron_rows(parts[:half]), _kron_rows(parts[half:])
+    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        return _RowOuter.apply(a, b)
+    return (a[:, :, None] * b[:, None, :]).reshape(max(a.shape[0], b.shape[0]), -1)
+
+
+class _RowOuter(torch.autograd.Function):
+    """Row-wise outer product whose backward is two batched matrix-vector products: autograd's
+    multiplies the state-sized gradient by a lazily conjugated operand (a slow path) and sums."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return (a[:, :, None] * b[:, None, :]).reshape(max(a.shape[0], b.shape[0]), -1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        B = grad.shape[0]
+        g = grad.reshape(B, a.shape[1], b.shape[1])
+        ga = gb = None
+        if ctx.needs_input_grad[0]:
+            ga = torch.bmm(g, b.conj().resolve_conj().expand(B, -1)[:, :, None])[:, :, 0]
+            ga = ga.sum(0, keepdim=True) if a.shape[0] != B else ga
+        if ctx.needs_input_grad[1]:
+            gb = torch.bmm(a.conj().resolve_conj().expand(B, -1)[:, None, :], g)[:, 0, :]
+            gb = gb.sum(0, keepdim=True) if b.shape[0] != B else gb
+        return ga, gb

@@ -234,3 +234,38 @@ def test_prefix_without_gates_is_the_zero_state(dtype, device):
     want = torch.zeros(1, 8, dtype=dtype, device=device)
     want[0, 0] = 1
     assert torch.equal(out, want)
+
+
+def test_second_derivatives_through_rotating_blocks_and_the_prefix():
+    """Hessian by double backprop (through the rotations' own backward and the product state)
+    against central differences of first derivatives."""
+    c = _layered(6, torch.complex128, "cpu", 3)
+    assert {"front-to-back", "back-to-front"} & {s.mode for s in build_plan(c, layout=True).steps}
+    obs = tql.Hamiltonian([(0.7, "Z0 Z3"), (-0.4, "X1"), (0.2, "Y5 Z2")])
+    x = torch.rand(2, 6, dtype=torch.float64)
+    hess = tql.grad.hessian(c, obs, x=x)
+    w0 = c.weights.detach().clone()
+    eps = 1e-5
+    fd = torch.zeros_like(hess)
+    for i in range(len(w0)):
+        grads = []
+        for sign in (1, -1):
+            w = w0.clone()
+            w[i] += sign * eps
+            w.requires_grad_()
+            (g,) = torch.autograd.grad(tql.expval(c, obs, x=x, weights=w).sum(), w)
+            grads.append(g)
+        fd[i] = (grads[0] - grads[1]) / (2 * eps)
+    np.testing.assert_allclose(hess.numpy(), fd.numpy(), atol=1e-6)
+
+
+def test_output_rows_are_their_own_memory(dtype, device):
+    """A circuit whose state never depends on x still returns one writable row per sample."""
+    c = tql.Circuit(3, dtype=dtype)
+    c.h(0)
+    c.ry(1, 0.3)
+    c = c.to(device)
+    out = c(torch.zeros(4, 1, dtype=REAL[dtype], device=device))   # the batch comes from x alone
+    assert out.shape == (4, 8) and out.stride(0) == 8
+    out[0, 0] = 0          # in place on one row only
+    assert out[1, 0] != 0

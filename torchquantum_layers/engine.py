@@ -340,4 +340,6 @@ def run_circuit(circuit, state, x=None, weights=None, fuse=None):
         else:
             m, wires = oriented_matrix(step, step_matrix(circuit, step, x, weights, tables, built))
             state = apply_dense_step(step, state, m, wires, n)
+    if state.shape[0] > 1 and state.stride(0) == 0:
+        state = state.contiguous()      # a shared product state broadcast over x's batch: own rows
     return state

@@ -172,6 +172,11 @@ def prefix_state(circuit, step, x, tables):
     return state.expand(batch, -1) if state.shape[0] != batch else state
 
 
+# a Python autograd.Function costs ~40 µs a call: below this many outputs autograd's own
+# broadcast product (and its slow conjugate path) is cheaper
+_ROW_OUTER_MIN = 2 ** 14
+
+
 def _kron_rows(parts):
     """Row-wise Kronecker product of (B_i, 2) vectors, halves first: only the last product is
     state-sized, and as (2^(n/2) x 2^(n/2)) it broadcasts fast (a long-by-2 one runs 4x slower)."""
@@ -179,7 +184,8 @@ def _kron_rows(parts):
         return parts[0]
     half = len(parts) // 2
     a, b = _kron_rows(parts[:half]), _kron_rows(parts[half:])
-    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+    big = max(a.shape[0], b.shape[0]) * a.shape[1] * b.shape[1] >= _ROW_OUTER_MIN
+    if big and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
         return _RowOuter.apply(a, b)
     return (a[:, :, None] * b[:, None, :]).reshape(max(a.shape[0], b.shape[0]), -1)
 

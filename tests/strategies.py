@@ -329,3 +329,21 @@ def oracle_unitary(recipe: Recipe, n: int, weights) -> np.ndarray:
     for step in recipe:
         u = oracle.full_operator(step_matrix(step, weights, None), step.wires, n) @ u
     return u
+
+
+def gradient_differences(circuit, obs, x, eps=1e-5):
+    """(P, P) central differences of ∂⟨obs⟩/∂w (summed over the batch) in each weight: the
+    reference for second derivatives taken by double backprop."""
+    import torchquantum_layers as tql
+    w0 = circuit.weights.detach().clone()
+    rows = []
+    for i in range(len(w0)):
+        grads = []
+        for sign in (1, -1):
+            w = w0.clone()
+            w[i] += sign * eps
+            w.requires_grad_()
+            (g,) = torch.autograd.grad(tql.expval(circuit, obs, x=x, weights=w).sum(), w)
+            grads.append(g)
+        rows.append((grads[0] - grads[1]) / (2 * eps))
+    return torch.stack(rows)

@@ -5,7 +5,6 @@ small n, and, for up to 14 qubits, the Hamiltonian restricted to the (N_α, N_β
 from the Pauli masks (P|j⟩ = i^{|x∧z|} (−1)^{|j∧z|} |j⊕x⟩); FCI / CASCI energies from PySCF.
 """
 import itertools
-import math
 import sys
 
 import numpy as np

@@ -21,7 +21,7 @@ import torchquantum_layers as tql
 from torchquantum_layers.layers import IQPFeatures, QuantumLayer
 
 from . import oracle
-from .conftest import ATOL, REAL
+from .conftest import REAL
 
 METHODS = ["backprop", "adjoint", "parameter-shift"]
 

@@ -6,7 +6,6 @@ Bitstrings are wire 0 first (most significant bit of the basis index).
 """
 import itertools
 import math
-import warnings
 
 import numpy as np
 import pytest

@@ -1,5 +1,4 @@
 """Templates against independent NumPy oracles (tests/oracle.py and hand-written states)."""
-import math
 
 import numpy as np
 import pytest

@@ -258,3 +258,21 @@ def test_output_rows_are_their_own_memory(dtype, device):
     assert out.shape == (4, 8) and out.stride(0) == 8
     out[0, 0] = 0          # in place on one row only
     assert out[1, 0] != 0
+
+
+@pytest.mark.parametrize("method", ["backprop", "adjoint"])
+@pytest.mark.parametrize("width", [2, 3])
+@pytest.mark.parametrize("given_state", [False, True])
+def test_gradcheck_through_rotating_blocks(method, width, given_state):
+    """Trainable angles, input angles and (when given) the input state, in complex128."""
+    c = _layered(6, torch.complex128, "cpu", width)
+    assert {s.mode for s in build_plan(c, layout=True).steps} & {"front-to-back", "back-to-front"}
+    obs = [tql.PauliString("Z0 Z5"), tql.PauliString("X2 Y3"), tql.Hamiltonian([(0.3, "Z1"), (0.5, "X4")])]
+    x = torch.rand(2, 6, dtype=torch.float64, requires_grad=True)
+    w = c.weights.detach().clone().requires_grad_()
+    psi = _state(6, 2, torch.complex128, "cpu", 11).requires_grad_() if given_state else None
+
+    def f(w, x, *state):
+        return tql.expval(c, obs, x=x, state=state[0] if state else None, diff_method=method, weights=w)
+    args = (w, x) + ((psi,) if given_state else ())
+    assert torch.autograd.gradcheck(f, args, eps=1e-6, atol=1e-6)

@@ -37,7 +37,7 @@ void NAME(const T *restrict in, T *restrict out, int64_t blocks, int64_t R, cons
         LOAD_M(shift < 0 ? m : m + 8 * (l >> shift)) \
         const T *x0 = in + 4 * R * l, *x1 = x0 + 2 * R; \
         T *y0 = out + 4 * R * l, *y1 = y0 + 2 * R; \
-        for (int64_t r = 0; r < R; ++r) PAIR(x0 + 2 * r, x1 + 2 * r, y0 + 2 * r, y1 + 2 * r) \
+        _Pragma("omp simd") for (int64_t r = 0; r < R; ++r) PAIR(x0 + 2 * r, x1 + 2 * r, y0 + 2 * r, y1 + 2 * r) \
     } \
 }
 #define T float

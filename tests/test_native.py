@@ -99,3 +99,18 @@ def test_long_range_permutations_without_a_register_index(gate, wires, use_nativ
     back = torch.empty_like(weights)
     back[:, idx] = weights.conj()              # d Re(w·ψ[idx]) / dψ*: w̄ moved back by the inverse
     np.testing.assert_allclose(_np(psi.grad), _np(back), atol=0)
+
+
+def test_build_failure_falls_back_with_a_reason(monkeypatch, tmp_path):
+    monkeypatch.setenv("TQL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
+    lib, reason = native._load()
+    assert lib is None and reason.startswith("unavailable")
+
+
+@needs_native
+def test_builds_into_the_cache_directory(monkeypatch, tmp_path):
+    monkeypatch.setenv("TQL_CACHE_DIR", str(tmp_path))
+    lib, reason = native._load()
+    assert lib is not None and str(tmp_path) in reason
+    assert [p.suffix for p in tmp_path.iterdir()] == [".so"]      # no temporary file left behind

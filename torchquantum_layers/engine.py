@@ -37,6 +37,7 @@ class Step:
     # where the step finds the wires (physical order before it; order[p] = logical wire at p) and
     # how a dense block is applied: "in-place", "back-to-front" or "front-to-back" (kernels.layout)
     order: tuple = None
+    position: dict = None     # logical wire -> physical position under ``order``
     mode: str = "in-place"
     target: tuple = None      # "relayout" steps: the order after
 
@@ -137,7 +138,7 @@ def _assign_layouts(steps, n):
                 step.mode, new = "front-to-back", order[k:] + order[:k]
             elif phys == list(range(n - k, n)):
                 step.mode, new = "back-to-front", order[n - k:] + order[:n - k]
-        step.order = order
+        step.order, step.position = order, (pos if order != identity else None)
         out.append(step)
         order = new
     if order != identity:
@@ -277,10 +278,9 @@ def _merged_permutation(signature, span, device_str, inverse):
 
 def physical_wires(step, wires):
     """``wires`` (logical) where the step finds them."""
-    if step.order is None:
+    if step.position is None:         # canonical order (or a plan without layouts)
         return tuple(wires)
-    pos = {w: p for p, w in enumerate(step.order)}
-    return tuple(pos[w] for w in wires)
+    return tuple(step.position[w] for w in wires)
 
 
 def apply_perm_step(step, state, n, inverse=False):
@@ -306,8 +306,7 @@ def oriented_matrix(step, m):
     elif step.mode == "back-to-front":
         target = step.order[-k:]
     else:
-        pos = {w: p for p, w in enumerate(step.order)}
-        target = tuple(sorted(step.wires, key=pos.__getitem__))
+        target = tuple(sorted(step.wires, key=lambda w: physical_wires(step, (w,))[0]))
     if target != step.wires:
         m = reorder_matrix(m, [step.wires.index(w) for w in target])
     return m, physical_wires(step, target)

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import torch
 
+from .apply import _broadcast_batch
+
 
 def _batched_operand(state, matrix):
     """(state, (B, d, d) matrix): a shared matrix is expanded, not copied — torch.matmul would
     fold the batch into one GEMM and copy the transposed state to do so."""
-    if matrix.dim() == 3 and state.shape[0] == 1 and matrix.shape[0] > 1:
-        state = state.expand(matrix.shape[0], -1)
+    state = _broadcast_batch(state, matrix, matrix.dim() == 3)
     B = state.shape[0]
     # bmm cannot read a conjugate view: resolve it on the small matrix, not after expanding it
     return state, matrix.resolve_conj().expand(B, *matrix.shape[-2:])

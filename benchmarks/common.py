@@ -94,3 +94,22 @@ def paired(fn, state, rounds, min_time=0.05, yardstick=None):
         ts.append(t)
         tcs.append(tc)
     return statistics.median(ratios), statistics.median(ts), statistics.median(tcs)
+
+
+def add_runtime_flags(ap, keep_help="tql.runtime.keep_freed_memory() first (as the tql command does)"):
+    """``--threads`` and ``--keep-freed-memory``, the process settings every timing depends on."""
+    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    ap.add_argument("--keep-freed-memory", action="store_true", help=keep_help)
+
+
+def set_threads(args):
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+
+def keep_memory_if_asked(args) -> bool:
+    """Apply ``--keep-freed-memory``; True when it took effect (glibc)."""
+    if not args.keep_freed_memory:
+        return False
+    from torchquantum_layers.runtime import keep_freed_memory
+    return keep_freed_memory()

@@ -22,9 +22,9 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
-from torchquantum_layers.runtime import keep_freed_memory  # noqa: E402
 
-from common import machine, paired, synced, table, timeit, today  # noqa: E402
+from common import (  # noqa: E402
+    add_runtime_flags, keep_memory_if_asked, machine, paired, set_threads, synced, table, timeit, today)
 
 
 def model(n, layers, device):
@@ -122,13 +122,10 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="depths 10, 50 only")
     ap.add_argument("--point", nargs=3)
     ap.add_argument("--memory-only", action="store_true")
-    ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--keep-freed-memory", action="store_true",
-                    help="tql.runtime.keep_freed_memory() before the timings of (a), as the tql command does")
+    add_runtime_flags(ap, "tql.runtime.keep_freed_memory() before the timings of (a), as the tql command does")
     args = ap.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    set_threads(args)
     if args.point:
         method, layers, device = args.point
         print(json.dumps(memory_point(method, int(layers), device)))
@@ -136,7 +133,7 @@ def main(argv=None):
     print(f"# gradients benchmark, {today()}, {machine()}, device {args.device}")
     if not args.memory_only:
         # the memory part (b) runs in fresh subprocesses with their own allocator settings
-        kept = keep_freed_memory() if args.keep_freed_memory else False
+        kept = keep_memory_if_asked(args)
         t_fwd, rows = timing(args.device, 5)
         print(f"(a) n=10, B=256, L=4: forward only {t_fwd * 1e3:.1f} ms"
               + (" (keep_freed_memory() applied)" if kept else ""))

@@ -16,11 +16,11 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
-from torchquantum_layers.runtime import keep_freed_memory  # noqa: E402
 from torchquantum_layers import gates as G  # noqa: E402
 from torchquantum_layers.engine import run_circuit  # noqa: E402
 
-from common import machine, paired, synced, table, timeit, today  # noqa: E402
+from common import (  # noqa: E402
+    add_runtime_flags, keep_memory_if_asked, machine, paired, set_threads, synced, table, timeit, today)
 
 DT = {"c64": torch.complex64, "c128": torch.complex128}
 
@@ -82,13 +82,10 @@ def main(argv=None):
     ap.add_argument("--fuse-widths", default="2,3,4,5")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved clone/operation rounds (median)")
-    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
-    ap.add_argument("--keep-freed-memory", action="store_true",
-                    help="tql.runtime.keep_freed_memory() first: no page faults for the clone or the gates")
+    add_runtime_flags(ap, "tql.runtime.keep_freed_memory() first: no page faults for the clone or the gates")
     args = ap.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    kept = keep_freed_memory() if args.keep_freed_memory else False
+    set_threads(args)
+    kept = keep_memory_if_asked(args)
     widths = [int(w) for w in args.fuse_widths.split(",") if w]
     rows = []
     for n in range(args.nmin, args.nmax + 1, args.step):

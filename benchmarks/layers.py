@@ -16,9 +16,9 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
-from torchquantum_layers.runtime import keep_freed_memory  # noqa: E402
 
-from common import machine, table, timeit, today  # noqa: E402
+from common import (  # noqa: E402
+    add_runtime_flags, keep_memory_if_asked, machine, set_threads, table, timeit, today)
 from gradients import model  # noqa: E402  (the same circuit as the gradient benchmark)
 
 
@@ -48,14 +48,11 @@ def main(argv=None):
     ap.add_argument("--widths", default="2,3,4,5")
     ap.add_argument("--sizes", default="10,14")
     ap.add_argument("--methods", default="backprop,adjoint,parameter-shift")
-    ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--keep-freed-memory", action="store_true",
-                    help="tql.runtime.keep_freed_memory() first (as the tql command does)")
+    add_runtime_flags(ap)
     args = ap.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    kept = keep_freed_memory() if args.keep_freed_memory else False
+    set_threads(args)
+    kept = keep_memory_if_asked(args)
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:
         for method in args.methods.split(","):

@@ -496,17 +496,17 @@ class _Parser:
         return exprs
 
     def _expr(self, names):
-        node = self._term(names)
-        while self.peek().text in ("+", "-") and self.peek().kind == "sym":
-            op = self.next().text
-            node = ("bin", op, node, self._term(names))
-        return node
+        return self._left_assoc(names, ("+", "-"), self._term)
 
     def _term(self, names):
-        node = self._unary(names)
-        while self.peek().text in ("*", "/") and self.peek().kind == "sym":
+        return self._left_assoc(names, ("*", "/"), self._unary)
+
+    def _left_assoc(self, names, ops, operand):
+        """operand (op operand)*, folded to the left: one precedence level of the grammar."""
+        node = operand(names)
+        while self.peek().text in ops and self.peek().kind == "sym":
             op = self.next().text
-            node = ("bin", op, node, self._unary(names))
+            node = ("bin", op, node, operand(names))
         return node
 
     def _unary(self, names):

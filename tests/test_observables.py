@@ -340,10 +340,12 @@ def test_to_sparse_layout():
 
 # ------------------------------------------------------------------------------------------------
 # fast kernels
-@pytest.mark.parametrize("method", ["loop", "gather", "auto"])
+@pytest.mark.parametrize("method", ["loop", "gather", "native", "auto"])
 @given(case=hamiltonians())
 @HYP
 def test_expectation_matches_dense(case, method, dtype, device):
+    if method == "native" and device != "cpu":
+        method = "auto"          # the native kernel is CPU-only (its refusal is tested below)
     n, terms, seed = case
     rng = np.random.default_rng(seed)
     h = build(terms)
@@ -404,6 +406,7 @@ def test_tables_past_the_cache_cap_are_rebuilt(kind, dtype, device, atol):
     # a cap of one table: one group cached, the others rebuilt
     one = (8 if kind == "expval" else 16) * torch.empty((), dtype=dtype).element_size()
     part = h.compile(4, dtype, device, kind=kind, cache_bytes=one)
+    np.testing.assert_allclose(_np(part(state, "loop")), ref, atol=50 * atol)
     assert part.n_cached == 1 < len(part.groups) and part.cached_bytes == one
     np.testing.assert_allclose(_np(part(state, "loop")), ref, atol=50 * atol)
 
@@ -441,7 +444,7 @@ def test_list_of_observables(dtype, device, atol):
     obs_terms = [[(1.0, "ZIII")], [(1.0, "IIIZ")], [(0.5, "XXII"), (-0.25, "IYYI"), (2.0, "IIII")],
                  [(0.3, "XZZX"), (0.3, "YZZY"), (1.2, "ZZII")]]
     obs = [PauliString("Z0"), "Z3", build(obs_terms[2]), build(obs_terms[3])]
-    for method in ("loop", "gather", "auto"):
+    for method in ("loop", "gather", "auto") + (("native",) if device == "cpu" else ()):
         out = expectation(to_t(psi, dtype, device), obs, method=method)
         assert out.shape == (5, 4) and out.dtype == REAL[dtype]
         ref = np.stack([ref_expval(psi, dense_terms(t, n)) for t in obs_terms], axis=1)
@@ -511,7 +514,7 @@ def test_compiled_form_is_cached():
 
 # ------------------------------------------------------------------------------------------------
 # gradients
-@pytest.mark.parametrize("method", ["loop", "gather"])
+@pytest.mark.parametrize("method", ["loop", "gather", "native"])
 def test_gradcheck_expectation(method):
     torch.manual_seed(0)
     h = Hamiltonian.from_string("0.5*X0 Z1 - 0.3*Y0 Y2 + 0.8*Z1 + 0.2*X1 X2 + 0.1*Y1 + 1.0")
@@ -539,16 +542,57 @@ def test_d_expval_z_after_ry(theta, dtype, device):
     assert abs(float(th.grad) + np.sin(theta)) < 1e-5
 
 
-def test_grad_of_loop_and_gather_agree():
+def test_grad_of_loop_gather_and_native_agree():
     torch.manual_seed(2)
     h = Hamiltonian.from_string("0.5*X0 Y1 Z2 X3 - 0.3*Y0 Y3 + 0.8*Z1 Z2 + 0.2*X1 X2 + 0.1*Y2")
     s = torch.randn(3, 16, dtype=torch.complex128)
     grads = []
-    for method in ("loop", "gather"):
+    for method in ("loop", "gather", "native"):
         x = s.clone().requires_grad_()
         expectation(x, h, method=method).sum().backward()
         grads.append(x.grad)
     torch.testing.assert_close(grads[0], grads[1])
+    torch.testing.assert_close(grads[0], grads[2])
+
+
+def test_native_second_derivatives():
+    """create_graph through the native expectation (its backward switches to autograd's loop)."""
+    torch.manual_seed(3)
+    h = Hamiltonian.from_string("0.5*X0 Z1 - 0.3*Y0 Y2 + 0.7*X2 + 0.2*X1 Y2 + 0.4*Z0")
+    state = torch.randn(2, 8, dtype=torch.complex128, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda s: expectation(s, h, method="native"), (state,))
+    assert torch.autograd.gradgradcheck(lambda s: expectation(s, [h, PauliString("Y1")], method="native"), (state,))
+
+
+@pytest.mark.parametrize("n", [3, 6, 11])
+def test_native_expectation_pair_and_full_groups_match_dense(n, dtype):
+    """Every pivot position (full sums for the last bits, vector pair runs above), a complex D
+    (odd number of Y), batch > 1, several observables; values and gradients against NumPy."""
+    rng = np.random.default_rng(n)
+    terms = []
+    for w in range(n):
+        terms += [(float(rng.normal()), f"X{w}"), (float(rng.normal()), f"Y{w} Z{(w + 1) % n}"),
+                  (float(rng.normal()), f"X{w} X{(w + 2) % n} Z{(w + 1) % n}")]
+    h = Hamiltonian(terms, n_wires=n)
+    m = h.to_dense(n).numpy()
+    psi = random_state_np(n, 3, rng)
+    state = to_t(psi, dtype, "cpu").requires_grad_()
+    out = expectation(state, [h, PauliString(f"Y{n - 1}")], method="native")
+    ref = np.stack([ref_expval(psi, m), ref_expval(psi, PauliString(f"Y{n - 1}").to_dense(n).numpy())], 1)
+    tol = 20 * ATOL[dtype] * (1 + np.abs(m).sum(1).max())
+    np.testing.assert_allclose(_np(out), ref, atol=tol)
+    out[:, 0].sum().backward()
+    np.testing.assert_allclose(_np(state.grad), 2 * psi @ m.T, atol=tol)     # torch: 2 ∂E/∂ψ*
+
+
+def test_native_method_refused_with_reason(monkeypatch):
+    from torchquantum_layers.kernels import native
+    monkeypatch.setattr(native, "_state", {"lib": None, "tried": True, "reason": "unavailable: test"})
+    h = Hamiltonian.from_string("X0 X1 + Z0")
+    psi = tql.random_state(2, 1)
+    with pytest.raises(ValueError, match=r"method='native'.*unavailable: test"):
+        expectation(psi, h, method="native")
+    np.testing.assert_allclose(_np(expectation(psi, h)), _np(expectation(psi, h, method="loop")), atol=1e-6)
 
 
 # ------------------------------------------------------------------------------------------------

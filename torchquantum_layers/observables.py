@@ -47,6 +47,7 @@ from typing import Iterable, Optional, Union
 
 import torch
 
+from .kernels import native
 from .kernels.apply import apply_matrix_unchecked
 from .kernels.state import COMPLEX_DTYPES, REAL_OF, n_wires_of
 
@@ -1127,12 +1128,38 @@ def _grad_mode(state) -> bool:
 
 
 _flip_out = torch.ops.aten.flip.out
+# the native kernel sums a group over all amplitudes (not its pairs) when the pivot is on one of
+# this many last index bits: pair runs shorter than a vector register (4 complex64, 2 complex128)
+_FULL_SUM_BITS = {torch.complex64: 2, torch.complex128: 1}
 
 
 # ------------------------------------------------------------------------------------------------
+class _NativePairs(torch.autograd.Function):
+    """The X-mask groups' part of ⟨ψ|O_o|ψ⟩ by the native kernel; backward by the native gradient
+    kernel, or (when a graph of the backward is asked for: Hessians) by autograd through the
+    plan's torch loop."""
+
+    @staticmethod
+    def forward(ctx, psi, plan):
+        ctx.save_for_backward(psi)
+        ctx.plan = plan
+        spec, _tables = plan.native_spec()
+        return native.expval_pairs(psi, spec, plan.n_obs).to(plan.real)
+
+    @staticmethod
+    def backward(ctx, grad):
+        psi, = ctx.saved_tensors
+        plan = ctx.plan
+        if torch.is_grad_enabled():
+            E = plan._loop_grad(psi, torch.zeros(psi.shape[0], plan.n_obs, dtype=plan.real))
+            return torch.autograd.grad(E, psi, grad, create_graph=True)[0], None
+        spec, _tables = plan.native_spec()
+        return native.expval_grad(psi, spec, grad), None
+
+
 class _Group:
     __slots__ = ("x", "xb", "entries", "shape", "pdim", "half_shape", "flip_dims", "table", "cost",
-                 "rot", "tables", "layouts")
+                 "rot", "tables", "layouts", "native")
 
 
 class _ExpvalPlan:
@@ -1178,7 +1205,7 @@ class _ExpvalPlan:
             for _, z, _ in entries:
                 support |= z
             g.cost = len(entries) * 2 ** _popcount(support)
-            g.tables = {}
+            g.tables, g.native = {}, None
             g.layouts = {r: _layout(x, n, r) for r in {0, g.rot}}
             # autograd path: natural order, pivot = last wire of x, torch.flip on the view
             p = x.bit_length() - 1
@@ -1189,23 +1216,34 @@ class _ExpvalPlan:
             g.half_shape = tuple(shape[:pd] + shape[pd + 1:])
             g.flip_dims = [i + 1 for i, k in enumerate(kinds[:pd] + kinds[pd + 1:]) if k == "x"]
             self.groups.append(g)
-        # cache tables while within budget, the costliest to rebuild first (natural order always;
-        # the rotated one too for groups that use it)
+        # Tables are cached while within budget. Where the native kernel runs (CPU), only its
+        # compact tables are needed: everything is built on first use. Elsewhere the costliest to
+        # rebuild are built now (natural order always; the rotated one too for groups that use it).
         self.table_bytes = N * self.n_obs * torch.empty((), dtype=self.real).element_size()
-        self.budget = cache_bytes
-        for g in sorted(self.groups, key=lambda g: -g.cost):
-            for r in sorted({0, g.rot}):
-                if self.table_bytes <= self.budget:
-                    g.tables[r] = self._build(g, r)
-                    self.budget -= self.table_bytes
-        self.cached_bytes = cache_bytes - self.budget
+        self.cache_bytes = self.budget = cache_bytes
+        if not (torch.device(device).type == "cpu" and native.library() is not None):
+            for g in sorted(self.groups, key=lambda g: -g.cost):
+                for r in sorted({0, g.rot}):
+                    if self.table_bytes <= self.budget:
+                        self.table(g, r)
         self._stack = None
+        self._native = None
         self._specs = OrderedDict()
+
+    @property
+    def cached_bytes(self) -> int:
+        return self.cache_bytes - self.budget
 
     @property
     def n_cached(self) -> int:
         """Number of groups with at least one cached table."""
-        return sum(bool(g.tables) for g in self.groups)
+        return sum(bool(g.tables) or g.native is not None for g in self.groups)
+
+    def _keep(self, nbytes: int) -> bool:
+        if nbytes <= self.budget:
+            self.budget -= nbytes
+            return True
+        return False
 
     def _build(self, g, r: int) -> torch.Tensor:
         """Real (2K, n_obs) table over the pivot-0 half in layout r: rows 2 Re D, -2 Im D
@@ -1219,7 +1257,44 @@ class _ExpvalPlan:
 
     def table(self, g, r: int) -> torch.Tensor:
         t = g.tables.get(r)
-        return t if t is not None else self._build(g, r)
+        if t is None:
+            t = self._build(g, r)
+            if self._keep(self.table_bytes):
+                g.tables[r] = t
+        return t
+
+    def native_tables(self, g):
+        """The native kernel's tables of a group: real (2 Re D, -2 Im D or None) over the
+        pivot-0 half as (K, n_obs); for a single observable whose pivot is on the last
+        :data:`_FULL_SUM_BITS` index bits, (Re F, -Im F) over all N amplitudes instead
+        (F = D on the pivot-0 half, the partner's conj(D) on the other; see native.c)."""
+        if g.native is not None:
+            return g.native
+        lay = g.layouts[0]
+        d = _table(g.entries, self.n_obs, [w for w in lay.order if w != lay.pivot], self.device)
+        re, im = 2 * d.real, (-2 * d.imag if bool(d.imag.any()) else None)
+        pivot_bit = self.n - g.x.bit_length()
+        full = self.n_obs == 1 and self.n >= 3 and pivot_bit < _FULL_SUM_BITS[self.dtype]
+        if full:
+            i, j = self._pair_indices(g)
+            fr = torch.empty(2 ** self.n, dtype=torch.float64)
+            fr[i] = fr[j] = re[0] / 2
+            re = fr[None]
+            if im is not None:
+                fi = torch.empty(2 ** self.n, dtype=torch.float64)
+                fi[i], fi[j] = im[0] / 2, -im[0] / 2
+                im = fi[None]
+        tables = tuple(None if t is None else t.T.to(self.real).contiguous() for t in (re, im)) + (full,)
+        if self._keep(sum(t.numel() * t.element_size() for t in tables[:2] if t is not None)):
+            g.native = tables
+        return tables
+
+    def _pair_indices(self, g):
+        """i (pivot bit 0, in k order) and j = i ^ x of a group, as index tensors."""
+        k = torch.arange(2 ** (self.n - 1))
+        s = self.n - g.x.bit_length()
+        i = k + (k & ~((1 << s) - 1))
+        return i, i ^ g.xb
 
     def _stacked(self):
         """Gather path, all groups at once: the indices (ΣG·K,) of ψ₀[k] and of ψ₁[k⊕x'] for k over
@@ -1244,9 +1319,29 @@ class _ExpvalPlan:
         G, N = len(self.groups), 2 ** self.n
         return G > 1 and G * N // 2 <= _GATHER_MAX_TABLE and batch * G * N // 2 <= _GATHER_MAX_WORK
 
+    def native_spec(self):
+        """(xb, pbit, tabs) of every group for the native kernel, and the tables they point at.
+        Cached when every table is; tables past the cache cap are rebuilt per call, as on the
+        other paths."""
+        if self._native is not None:
+            return self._native
+        tables = [self.native_tables(g) for g in self.groups]
+        xb = torch.tensor([g.xb for g in self.groups], dtype=torch.int64)
+        pbit = torch.tensor([self.n - g.x.bit_length() for g in self.groups], dtype=torch.int64)
+        full = torch.tensor([f for _, _, f in tables], dtype=torch.int64)
+        tre = torch.tensor([re.data_ptr() for re, _, _ in tables], dtype=torch.int64)
+        tim = torch.tensor([0 if im is None else im.data_ptr() for _, im, _ in tables], dtype=torch.int64)
+        spec = ((xb, pbit, full, tre, tim), tables)
+        if all(g.native is not None for g in self.groups):
+            self._native = spec
+        return spec
+
     def __call__(self, psi: torch.Tensor, method: str = "auto") -> torch.Tensor:
-        if method not in ("auto", "loop", "gather"):
-            raise ValueError(f"expectation: method must be 'auto', 'loop' or 'gather', got {method!r}")
+        if method not in ("auto", "loop", "gather", "native"):
+            raise ValueError(f"expectation: method must be 'auto', 'loop', 'gather' or 'native', got {method!r}")
+        if method == "native" and not native.pairs_usable(psi):
+            raise ValueError("expectation: method='native' needs a contiguous complex CPU state and the native "
+                             f"library ({native.status()})")
         B, N = psi.shape
         grad = _grad_mode(psi)
         r = torch.view_as_real(psi).reshape(B, 2 * N)
@@ -1260,6 +1355,11 @@ class _ExpvalPlan:
             E = torch.mm(r * r, self.w0)
         if not self.groups:
             return E
+        if method == "native" or (method == "auto" and native.pairs_usable(psi)):
+            if grad:
+                return E + _NativePairs.apply(psi, self)
+            spec, _tables = self.native_spec()
+            return E.add_(native.expval_pairs(psi, spec, self.n_obs))
         if method == "gather" or (method == "auto" and self.use_gather(B)):
             # torch.gather: ~5x faster than index_select here
             index_0, index_1, table = self._stacked()
@@ -1684,8 +1784,9 @@ def expectation(state: torch.Tensor, obs, shots: Optional[int] = None,
     unbiased estimate of ⟨ψ|O|ψ⟩/⟨ψ|ψ⟩; ``generator`` seeds the sampling and
     ``return_std=True`` returns ``(estimate, standard_error)``. Shot estimates carry no gradient.
 
-    ``method``: ``"auto"`` (default), ``"loop"`` (one flip per X mask) or ``"gather"`` (all X
-    masks in one gather, what ``"auto"`` picks for small states).
+    ``method``: ``"auto"`` (default), ``"native"`` (one C call for all X masks: what ``"auto"``
+    picks on CPU when :mod:`tql.kernels.native` is available), ``"loop"`` (one flip per X mask) or
+    ``"gather"`` (all X masks in one gather, what ``"auto"`` picks otherwise for small states).
     """
     state, n, squeeze = _prepare_state(state, "expectation")
     single = not isinstance(obs, (list, tuple))

@@ -108,3 +108,257 @@ void tql_permute_local(const char *restrict in, char *restrict out, int64_t batc
         }
     }
 }
+
+
+/* Pauli-sum expectations, all X-mask groups in one call. With c = conj(psi[j]) psi[i]:
+ *  - pair groups: for k over the pivot-0 half (pivot: the lowest set bit of the index mask x),
+ *    i = k with a 0 inserted at the pivot bit and j = i ^ x; re = 2 Re D, im = -2 Im D are real
+ *    (K, n_obs) tables: E[b, o] += Re(c) re[k, o] + Im(c) im[k, o]. x has no bits below the
+ *    pivot, so i and j run contiguously for 2^pivot pairs.
+ *  - full groups (`full[g]`, for a pivot on the last one or two bits, where those runs are too
+ *    short for vector lanes): the same sum over every i, j = i ^ x, with (N,) tables holding
+ *    Re F, -Im F for F = D on the pivot-0 half and conj(D) of the partner on the other; x's low
+ *    bits only permute lanes within a vector.
+ * im is absent (address 0) when D is real, as for every X mask of a real Hamiltonian. The
+ * tables are what streams from memory on large registers, hence compact and real. (b, k) run in
+ * chunks within one sample, indices from shifts and masks (a division per pair cost more than the
+ * arithmetic); chunk sums go to double. */
+#ifdef __AVX2__
+#include <immintrin.h>
+static inline float hsum8(__m256 v) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
+}
+static inline double hsum4(__m256d v) {
+    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+}
+#define DUP4(r) _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(r)), _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3))
+#define DUP2(r) _mm256_permute4x64_pd(_mm256_castpd128_pd256(_mm_loadu_pd(r)), 0x50)
+#endif
+#define SCALAR_TERM(a, q, r, m) \
+    (((q)[0] * (a)[0] + (q)[1] * (a)[1]) * (r) + ((m) ? ((q)[0] * (a)[1] - (q)[1] * (a)[0]) * *(m) : 0))
+
+static float pair_block_f32(const float *a, const float *q, const float *r, const float *m, int64_t len) {
+    float acc = 0;
+    int64_t l = 0;
+#ifdef __AVX2__
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    const __m256 sign = _mm256_setr_ps(1, -1, 1, -1, 1, -1, 1, -1);
+    for (; l + 4 <= len; l += 4) {
+        const __m256 A = _mm256_loadu_ps(a + 2 * l), Q = _mm256_loadu_ps(q + 2 * l);
+        s0 = _mm256_fmadd_ps(_mm256_mul_ps(Q, A), DUP4(r + l), s0);
+        if (m) s1 = _mm256_fmadd_ps(_mm256_mul_ps(Q, _mm256_permute_ps(A, 0xB1)), _mm256_mul_ps(DUP4(m + l), sign), s1);
+    }
+    acc = hsum8(_mm256_add_ps(s0, s1));
+#endif
+    for (; l < len; ++l) acc += SCALAR_TERM(a + 2 * l, q + 2 * l, r[l], m ? m + l : 0);
+    return acc;
+}
+static double pair_block_f64(const double *a, const double *q, const double *r, const double *m, int64_t len) {
+    double acc = 0;
+    int64_t l = 0;
+#ifdef __AVX2__
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    const __m256d sign = _mm256_setr_pd(1, -1, 1, -1);
+    for (; l + 2 <= len; l += 2) {
+        const __m256d A = _mm256_loadu_pd(a + 2 * l), Q = _mm256_loadu_pd(q + 2 * l);
+        s0 = _mm256_fmadd_pd(_mm256_mul_pd(Q, A), DUP2(r + l), s0);
+        if (m) s1 = _mm256_fmadd_pd(_mm256_mul_pd(Q, _mm256_permute_pd(A, 0x5)), _mm256_mul_pd(DUP2(m + l), sign), s1);
+    }
+    acc = hsum4(_mm256_add_pd(s0, s1));
+#endif
+    for (; l < len; ++l) acc += SCALAR_TERM(a + 2 * l, q + 2 * l, r[l], m ? m + l : 0);
+    return acc;
+}
+/* Σ over i in [i0, i0 + len) with q = psi[i ^ x]; tables indexed by i. */
+static float full_block_f32(const float *p, int64_t i0, int64_t len, int64_t x, const float *r, const float *m) {
+    float acc = 0;
+    int64_t i = i0;
+#ifdef __AVX2__
+    if ((i0 & 3) == 0) {
+        const int64_t xl = x & 3, xh = x & ~(int64_t)3;
+        const __m256i lanes = _mm256_setr_epi32(2 * (0 ^ xl), 2 * (0 ^ xl) + 1, 2 * (1 ^ xl), 2 * (1 ^ xl) + 1,
+                                                2 * (2 ^ xl), 2 * (2 ^ xl) + 1, 2 * (3 ^ xl), 2 * (3 ^ xl) + 1);
+        const __m256 sign = _mm256_setr_ps(1, -1, 1, -1, 1, -1, 1, -1);
+        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+        for (; i + 4 <= i0 + len; i += 4) {
+            const __m256 A = _mm256_loadu_ps(p + 2 * i);
+            const __m256 Q = _mm256_permutevar8x32_ps(_mm256_loadu_ps(p + 2 * (i ^ xh)), lanes);
+            s0 = _mm256_fmadd_ps(_mm256_mul_ps(Q, A), DUP4(r + i), s0);
+            if (m) s1 = _mm256_fmadd_ps(_mm256_mul_ps(Q, _mm256_permute_ps(A, 0xB1)), _mm256_mul_ps(DUP4(m + i), sign), s1);
+        }
+        acc = hsum8(_mm256_add_ps(s0, s1));
+    }
+#endif
+    for (; i < i0 + len; ++i) acc += SCALAR_TERM(p + 2 * i, p + 2 * (i ^ x), r[i], m ? m + i : 0);
+    return acc;
+}
+static double full_block_f64(const double *p, int64_t i0, int64_t len, int64_t x, const double *r, const double *m) {
+    double acc = 0;
+    int64_t i = i0;
+#ifdef __AVX2__
+    if ((i0 & 1) == 0) {
+        const int64_t xl = x & 1, xh = x & ~(int64_t)1;
+        const __m256d sign = _mm256_setr_pd(1, -1, 1, -1);
+        __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+        for (; i + 2 <= i0 + len; i += 2) {
+            const __m256d A = _mm256_loadu_pd(p + 2 * i);
+            __m256d Q = _mm256_loadu_pd(p + 2 * (i ^ xh));
+            if (xl) Q = _mm256_permute2f128_pd(Q, Q, 1);
+            s0 = _mm256_fmadd_pd(_mm256_mul_pd(Q, A), DUP2(r + i), s0);
+            if (m) s1 = _mm256_fmadd_pd(_mm256_mul_pd(Q, _mm256_permute_pd(A, 0x5)), _mm256_mul_pd(DUP2(m + i), sign), s1);
+        }
+        acc = hsum4(_mm256_add_pd(s0, s1));
+    }
+#endif
+    for (; i < i0 + len; ++i) acc += SCALAR_TERM(p + 2 * i, p + 2 * (i ^ x), r[i], m ? m + i : 0);
+    return acc;
+}
+
+#define PAIR_CHUNK 1024
+#define DEF_EXPVAL(NAME, T, SUF) \
+void NAME(const T *restrict psi, int64_t B, int64_t n, int64_t G, const int64_t *restrict xb, \
+          const int64_t *restrict pbit, const int64_t *restrict full, const int64_t *restrict tre, \
+          const int64_t *restrict tim, int64_t n_obs, double *restrict E, int nthreads) { \
+    const int64_t N = (int64_t)1 << n, K = N >> 1, BO = B * n_obs; \
+    const int64_t C = K < PAIR_CHUNK ? K : PAIR_CHUNK, chunks = B * K / C; \
+    _Pragma("omp parallel num_threads(nthreads) if(B * N * G >= 65536) reduction(+:E[:BO])") \
+    for (int64_t g = 0; g < G; ++g) { \
+        const T *restrict tr = (const T *)(intptr_t)tre[g], *restrict ti = (const T *)(intptr_t)tim[g]; \
+        const int64_t x = xb[g], run = (int64_t)1 << pbit[g], high = ~(run - 1); \
+        if (full[g] && n_obs == 1) { \
+            /* the same number of chunks over all N, twice as long */ \
+            _Pragma("omp for schedule(static) nowait") \
+            for (int64_t c = 0; c < chunks; ++c) { \
+                const int64_t b = (c * C) >> (n - 1), i0 = 2 * ((c * C) & (K - 1)); \
+                E[b] += (double)full_block_##SUF(psi + 2 * b * N, i0, 2 * C, x, tr, ti); \
+            } \
+            continue; \
+        } \
+        _Pragma("omp for schedule(static) nowait") \
+        for (int64_t c = 0; c < chunks; ++c) { \
+            const int64_t b = (c * C) >> (n - 1), k0 = (c * C) & (K - 1); \
+            const T *p = psi + 2 * b * N; \
+            if (n_obs == 1) { \
+                const int64_t len = run < C ? run : C; \
+                T acc = 0; \
+                for (int64_t k1 = k0; k1 < k0 + C; k1 += len) { \
+                    const int64_t i0 = k1 + (k1 & high); \
+                    acc += pair_block_##SUF(p + 2 * i0, p + 2 * (i0 ^ x), tr + k1, ti ? ti + k1 : 0, len); \
+                } \
+                E[b] += (double)acc; \
+            } else { \
+                double *e = E + b * n_obs; \
+                for (int64_t k = k0; k < k0 + C; ++k) { \
+                    const int64_t i = k + (k & high), j = i ^ x; \
+                    const T ar = p[2 * i], ai = p[2 * i + 1], qr = p[2 * j], qi = p[2 * j + 1]; \
+                    const T re = qr * ar + qi * ai, im = qr * ai - qi * ar; \
+                    const T *r0 = tr + k * n_obs; \
+                    if (ti) { \
+                        const T *r1 = ti + k * n_obs; \
+                        for (int64_t o = 0; o < n_obs; ++o) e[o] += (double)(re * r0[o] + im * r1[o]); \
+                    } else { \
+                        for (int64_t o = 0; o < n_obs; ++o) e[o] += (double)(re * r0[o]); \
+                    } \
+                } \
+            } \
+        } \
+    } \
+}
+DEF_EXPVAL(tql_expval_pairs_c64, float, f32)
+DEF_EXPVAL(tql_expval_pairs_c128, double, f64)
+
+/* The gradient of the above for a real upstream gradient w (B, n_obs). Pair groups: with
+ * u = Σ_o w[b, o] re[k, o] and v = Σ_o w[b, o] im[k, o], grad[i] += (u + i v) psi[j] and
+ * grad[j] += (u - i v) psi[i]; full groups: grad[i] += 2 w (re[i] + i im[i]) psi[i ^ x]. Within one
+ * group every amplitude is written once, so the groups run one after another and the (b, k) of a
+ * group in parallel. */
+#define DEF_EXPVAL_GRAD(NAME, T) \
+void NAME(const T *restrict psi, T *restrict grad, int64_t B, int64_t n, int64_t G, \
+          const int64_t *restrict xb, const int64_t *restrict pbit, const int64_t *restrict full, \
+          const int64_t *restrict tre, const int64_t *restrict tim, int64_t n_obs, const T *restrict w, \
+          int nthreads) { \
+    const int64_t N = (int64_t)1 << n, K = N >> 1; \
+    const int64_t C = K < PAIR_CHUNK ? K : PAIR_CHUNK, chunks = B * K / C; \
+    _Pragma("omp parallel num_threads(nthreads) if(B * N * G >= 65536)") \
+    for (int64_t g = 0; g < G; ++g) { \
+        const T *restrict tr = (const T *)(intptr_t)tre[g], *restrict ti = (const T *)(intptr_t)tim[g]; \
+        const int64_t x = xb[g], high = ~(((int64_t)1 << pbit[g]) - 1); \
+        if (full[g] && n_obs == 1) { \
+            _Pragma("omp for schedule(static)") \
+            for (int64_t c = 0; c < chunks; ++c) { \
+                const int64_t b = (c * C) >> (n - 1), i0 = 2 * ((c * C) & (K - 1)); \
+                const T *p = psi + 2 * b * N, w2 = 2 * w[b]; \
+                T *q = grad + 2 * b * N; \
+                for (int64_t i = i0; i < i0 + 2 * C; ++i) { \
+                    const T u = w2 * tr[i], v = ti ? w2 * ti[i] : 0, *pj = p + 2 * (i ^ x); \
+                    q[2 * i] += u * pj[0] - v * pj[1]; q[2 * i + 1] += u * pj[1] + v * pj[0]; \
+                } \
+            } \
+            continue; \
+        } \
+        _Pragma("omp for schedule(static)") \
+        for (int64_t c = 0; c < chunks; ++c) { \
+            const int64_t b = (c * C) >> (n - 1), k0 = (c * C) & (K - 1); \
+            const T *p = psi + 2 * b * N, *wb = w + b * n_obs; \
+            T *q = grad + 2 * b * N; \
+            for (int64_t k = k0; k < k0 + C; ++k) { \
+                const int64_t i = k + (k & high), j = i ^ x; \
+                T u = 0, v = 0; \
+                for (int64_t o = 0; o < n_obs; ++o) { \
+                    u += wb[o] * tr[k * n_obs + o]; \
+                    if (ti) v += wb[o] * ti[k * n_obs + o]; \
+                } \
+                q[2 * i] += u * p[2 * j] - v * p[2 * j + 1]; q[2 * i + 1] += u * p[2 * j + 1] + v * p[2 * j]; \
+                q[2 * j] += u * p[2 * i] + v * p[2 * i + 1]; q[2 * j + 1] += u * p[2 * i + 1] - v * p[2 * i]; \
+            } \
+        } \
+    } \
+}
+DEF_EXPVAL_GRAD(tql_expval_grad_c64, float)
+DEF_EXPVAL_GRAD(tql_expval_grad_c128, double)
+
+
+/* Any permutation of the local basis of k wires, in blocks of W = 2^b consecutive amplitudes
+ * (one 64-byte line): for every i with its low b bits and its high-wire bits (`maskH`) zero, and
+ * every pattern jh of the high wires, out[i + dstoff[jh] + lane] = in[i + srcoff[jh][lane]]. The
+ * offsets hold what the wires among the low b bits do (they only move amplitudes within or between
+ * a few lines), so a gate on the last wires costs one pass, not one scalar gather per amplitude. */
+typedef struct { int64_t re, im; } tql_pair16;
+#define BLOCK_LOOP(TT, WW) \
+    for (int64_t c = c0; c < c1; ++c) { \
+        for (int64_t jh = 0; jh < KH; ++jh) { \
+            const TT *s = (const TT *)sb + i; \
+            TT *d = (TT *)db + i + dstoff[jh]; \
+            const int64_t *o = srcoff + jh * WW; \
+            for (int l = 0; l < WW; ++l) d[l] = s[o[l]]; \
+        } \
+        i = ((i | fixed) + 1) & ~fixed; \
+    }
+void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t batch, int64_t n, int64_t b,
+                        int64_t maskH, int64_t KH, const int64_t *restrict dstoff, const int64_t *restrict srcoff,
+                        int64_t esize, int nthreads) {
+    const int64_t N = (int64_t)1 << n, W = (int64_t)1 << b, fixed = maskH | (W - 1);
+    int64_t free_bits = 0;
+    for (int64_t pos = 0; pos < n; ++pos) free_bits += !((fixed >> pos) & 1);
+    const int64_t outer = (int64_t)1 << free_bits, chunk = 1024, chunks = (outer + chunk - 1) / chunk;
+    #pragma omp parallel for schedule(static) num_threads(nthreads) if(batch * N >= 16384)
+    for (int64_t t = 0; t < batch * chunks; ++t) {
+        const int64_t bt = t / chunks, c0 = (t % chunks) * chunk;
+        const int64_t c1 = c0 + chunk < outer ? c0 + chunk : outer;
+        int64_t i = 0;
+        for (int64_t bit = 0, pos = 0; pos < n; ++pos) {
+            if ((fixed >> pos) & 1) continue;
+            i |= ((c0 >> bit) & 1) << pos;
+            ++bit;
+        }
+        const char *sb = in + bt * N * esize;
+        char *db = out + bt * N * esize;
+        if (esize == 8 && W == 8) { BLOCK_LOOP(int64_t, 8) }
+        else if (esize == 16 && W == 4) { BLOCK_LOOP(tql_pair16, 4) }
+        else if (esize == 8) { BLOCK_LOOP(int64_t, W) }
+        else { BLOCK_LOOP(tql_pair16, W) }
+    }
+}

@@ -13,6 +13,7 @@ parameter-shift) — and the torch kernels stay the fallback and the test refere
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import platform
@@ -84,6 +85,14 @@ def _load():
     lib.tql_permute.restype = None
     lib.tql_permute_local.argtypes = [vp, vp, i64, i64, vp, vp, i64, i64, i64, cint]
     lib.tql_permute_local.restype = None
+    lib.tql_permute_blocks.argtypes = [vp, vp, i64, i64, i64, i64, i64, vp, vp, i64, cint]
+    lib.tql_permute_blocks.restype = None
+    for name in ("tql_expval_pairs_c64", "tql_expval_pairs_c128"):
+        getattr(lib, name).argtypes = [vp, i64, i64, i64, vp, vp, vp, vp, vp, i64, vp, cint]
+        getattr(lib, name).restype = None
+    for name in ("tql_expval_grad_c64", "tql_expval_grad_c128"):
+        getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, vp, vp, vp, i64, vp, cint]
+        getattr(lib, name).restype = None
     return lib, f"in use ({path})"
 
 
@@ -147,15 +156,74 @@ def permute(state: torch.Tensor, idx: torch.Tensor, lo: int, hi: int, n: int):
 
 def permute_local(state: torch.Tensor, perm, wires, n: int):
     """``new[i] = old[perm[i]]`` in the local basis of ``wires`` (wires[0]: the local state's most
-    significant bit), with no index over the register, or None where not usable."""
+    significant bit), with no index over the register, or None where not usable: one pass in
+    blocks of one 64-byte line (see ``tql_permute_blocks`` in native.c)."""
     if not _usable(state):
         return None
+    b = 3 if state.element_size() == 8 else 2
+    if n < b:
+        return None
+    maskH, dstoff, srcoff = _block_offsets(tuple(int(p) for p in perm), tuple(wires), n, b)
+    out = torch.empty_like(state)
+    library().tql_permute_blocks(state.data_ptr(), out.data_ptr(), state.shape[0], n, b, maskH, dstoff.numel(),
+                                 dstoff.data_ptr(), srcoff.data_ptr(), state.element_size(), torch.get_num_threads())
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _block_offsets(perm: tuple, wires: tuple, n: int, b: int):
+    """(maskH, dstoff (KH,), srcoff (KH, 2^b)) of :func:`permute_local`: wires whose bit lies in
+    the low b bits of the index act inside a block (their bits come from the lane), the others
+    (high) pick the block."""
     k = len(wires)
     bit = [1 << (n - 1 - w) for w in wires]
-    off = [sum(b for j, b in enumerate(bit) if (local >> (k - 1 - j)) & 1) for local in range(2 ** k)]
-    off_t = torch.tensor(off, dtype=torch.int64)
-    src_t = torch.tensor([off[p] for p in perm], dtype=torch.int64)
-    out = torch.empty_like(state)
-    library().tql_permute_local(state.data_ptr(), out.data_ptr(), state.shape[0], n, off_t.data_ptr(),
-                                src_t.data_ptr(), k, sum(bit), state.element_size(), torch.get_num_threads())
+    high = [j for j in range(k) if bit[j] >= 1 << b]
+    low_mask = sum(bit[j] for j in range(k) if bit[j] < 1 << b)
+    maskH = sum(bit[j] for j in high)
+    dstoff, srcoff = [], []
+    for jh in range(2 ** len(high)):
+        hbits = {j: (jh >> (len(high) - 1 - h)) & 1 for h, j in enumerate(high)}
+        dstoff.append(sum(bit[j] for j in high if hbits[j]))
+        for lane in range(2 ** b):
+            # the local state of this destination amplitude, its source and where that lies
+            local = sum(1 << (k - 1 - j) for j in range(k)
+                        if (hbits[j] if j in hbits else (lane & bit[j]) != 0))
+            src = perm[local]
+            where = sum(bit[j] for j in range(k) if (src >> (k - 1 - j)) & 1)
+            srcoff.append(where + (lane & ~low_mask))
+    return (maskH, torch.tensor(dstoff, dtype=torch.int64),
+            torch.tensor(srcoff, dtype=torch.int64))
+
+
+def pairs_usable(state: torch.Tensor) -> bool:
+    """Whether :func:`expval_pairs` runs on this state (any size: one call does every group)."""
+    return (state.device.type == "cpu" and state.dtype in (torch.complex64, torch.complex128)
+            and state.is_contiguous() and not state.is_conj() and library() is not None)
+
+
+def expval_pairs(state: torch.Tensor, groups, n_obs: int) -> torch.Tensor:
+    """Σ over X-mask groups of Re(conj ψ[j] ψ[i]) against each group's table, as (B, n_obs) float64.
+
+    ``groups``: (xb, pbit, full, re, im) int64 tensors — per group the index mask, the pivot bit,
+    whether it sums over all amplitudes, and the addresses of its real tables (0 for an absent
+    imaginary part); see native.c. The caller keeps the tables alive."""
+    xb, pbit, full, tre, tim = groups
+    B, N = state.shape
+    out = torch.zeros(B, n_obs, dtype=torch.float64)
+    fn = library().tql_expval_pairs_c64 if state.dtype == torch.complex64 else library().tql_expval_pairs_c128
+    fn(state.data_ptr(), B, N.bit_length() - 1, xb.numel(), xb.data_ptr(), pbit.data_ptr(), full.data_ptr(),
+       tre.data_ptr(), tim.data_ptr(), n_obs, out.data_ptr(), torch.get_num_threads())
     return out
+
+
+def expval_grad(state: torch.Tensor, groups, weights: torch.Tensor) -> torch.Tensor:
+    """The gradient (torch's convention) of Σ_{b,o} weights[b, o] · :func:`expval_pairs` w.r.t. ψ."""
+    xb, pbit, full, tre, tim = groups
+    B, N = state.shape
+    real = torch.float32 if state.dtype == torch.complex64 else torch.float64
+    w = weights.to(real).contiguous()
+    grad = torch.zeros_like(state)
+    fn = library().tql_expval_grad_c64 if state.dtype == torch.complex64 else library().tql_expval_grad_c128
+    fn(state.data_ptr(), grad.data_ptr(), B, N.bit_length() - 1, xb.numel(), xb.data_ptr(), pbit.data_ptr(),
+       full.data_ptr(), tre.data_ptr(), tim.data_ptr(), w.shape[1], w.data_ptr(), torch.get_num_threads())
+    return grad

@@ -74,42 +74,6 @@ void tql_permute(const char *restrict in, char *restrict out, int64_t blocks, in
 }
 
 
-/* A permutation of the local basis of k (scattered) wires with no index over the register:
- * for every i whose wire bits (`mask`) are zero and every local state j,
- * new[i | off[j]] = old[i | src[j]] (off[j]: j's bits placed on the wires; src[j] = off[perm[j]]).
- * The i run in increasing order, so the 2^k streams are sequential. n: wires per sample. */
-void tql_permute_local(const char *restrict in, char *restrict out, int64_t batch, int64_t n,
-                       const int64_t *restrict off, const int64_t *restrict src, int64_t k, int64_t mask,
-                       int64_t esize, int nthreads) {
-    const int64_t N = (int64_t)1 << n, K = (int64_t)1 << k, outer = N >> k;
-    const int64_t chunk = 4096, chunks = (outer + chunk - 1) / chunk;
-    #pragma omp parallel for schedule(static) num_threads(nthreads) if(batch * N >= 16384)
-    for (int64_t t = 0; t < batch * chunks; ++t) {
-        const int64_t b = t / chunks, c0 = (t % chunks) * chunk;
-        const int64_t c1 = c0 + chunk < outer ? c0 + chunk : outer;
-        /* i = c0 with its bits spread over the non-wire positions */
-        int64_t i = 0;
-        for (int64_t bit = 0, pos = 0; pos < n; ++pos) {
-            if ((mask >> pos) & 1) continue;
-            i |= ((c0 >> bit) & 1) << pos;
-            ++bit;
-        }
-        const char *sb = in + b * N * esize;
-        char *db = out + b * N * esize;
-        for (int64_t c = c0; c < c1; ++c) {
-            if (esize == 8) {
-                const int64_t *s = (const int64_t *)sb;
-                int64_t *d = (int64_t *)db;
-                for (int64_t j = 0; j < K; ++j) d[i | off[j]] = s[i | src[j]];
-            } else {
-                for (int64_t j = 0; j < K; ++j) memcpy(db + (i | off[j]) * esize, sb + (i | src[j]) * esize, 16);
-            }
-            i = ((i | mask) + 1) & ~mask;
-        }
-    }
-}
-
-
 /* Pauli-sum expectations, all X-mask groups in one call. With c = conj(psi[j]) psi[i]:
  *  - pair groups: for k over the pivot-0 half (pivot: the lowest set bit of the index mask x),
  *    i = k with a 0 inserted at the pivot bit and j = i ^ x; re = 2 Re D, im = -2 Im D are real
@@ -356,7 +320,24 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
         }
         const char *sb = in + bt * N * esize;
         char *db = out + bt * N * esize;
-        if (esize == 8 && W == 8) { BLOCK_LOOP(int64_t, 8) }
+        if (esize == 8 && W == 8 && KH == 1) {
+            /* every wire in the low bits (a gate on the last three wires): offsets in registers */
+            int64_t o[8];
+            for (int l = 0; l < 8; ++l) o[l] = srcoff[l];
+            const int64_t *restrict s = (const int64_t *)sb;
+            int64_t *restrict d = (int64_t *)db;
+            for (int64_t c = c0; c < c1; ++c, i += 8)
+                for (int l = 0; l < 8; ++l) d[i + l] = s[i + o[l]];
+        }
+        else if (esize == 16 && W == 4 && KH == 1) {
+            int64_t o[4];
+            for (int l = 0; l < 4; ++l) o[l] = srcoff[l];
+            const tql_pair16 *restrict s = (const tql_pair16 *)sb;
+            tql_pair16 *restrict d = (tql_pair16 *)db;
+            for (int64_t c = c0; c < c1; ++c, i += 4)
+                for (int l = 0; l < 4; ++l) d[i + l] = s[i + o[l]];
+        }
+        else if (esize == 8 && W == 8) { BLOCK_LOOP(int64_t, 8) }
         else if (esize == 16 && W == 4) { BLOCK_LOOP(tql_pair16, 4) }
         else if (esize == 8) { BLOCK_LOOP(int64_t, W) }
         else { BLOCK_LOOP(tql_pair16, W) }

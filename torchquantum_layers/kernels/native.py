@@ -83,8 +83,6 @@ def _load():
         getattr(lib, name).restype = None
     lib.tql_permute.argtypes = [vp, vp, i64, i64, i64, vp, i64, cint]
     lib.tql_permute.restype = None
-    lib.tql_permute_local.argtypes = [vp, vp, i64, i64, vp, vp, i64, i64, i64, cint]
-    lib.tql_permute_local.restype = None
     lib.tql_permute_blocks.argtypes = [vp, vp, i64, i64, i64, i64, i64, vp, vp, i64, cint]
     lib.tql_permute_blocks.restype = None
     for name in ("tql_expval_pairs_c64", "tql_expval_pairs_c128"):
@@ -154,13 +152,18 @@ def permute(state: torch.Tensor, idx: torch.Tensor, lo: int, hi: int, n: int):
 
 
 
+def line_bits(state: torch.Tensor) -> int:
+    """log2 of the amplitudes in one 64-byte line: the block of :func:`permute_local`."""
+    return 3 if state.element_size() == 8 else 2
+
+
 def permute_local(state: torch.Tensor, perm, wires, n: int):
     """``new[i] = old[perm[i]]`` in the local basis of ``wires`` (wires[0]: the local state's most
     significant bit), with no index over the register, or None where not usable: one pass in
     blocks of one 64-byte line (see ``tql_permute_blocks`` in native.c)."""
     if not _usable(state):
         return None
-    b = 3 if state.element_size() == 8 else 2
+    b = line_bits(state)
     if n < b:
         return None
     maskH, dstoff, srcoff = _block_offsets(tuple(int(p) for p in perm), tuple(wires), n, b)

@@ -15,6 +15,47 @@
     (y1)[0] = cr * pr - ci * pi + dr * qr - di * qi; \
     (y1)[1] = cr * pi + ci * pr + dr * qi + di * qr; }
 
+/* The last wire: each (x0, x1) pair is adjacent, so one 256-bit register holds one complex128
+ * pair (two complex64 pairs); y = M x as two complex products per element, the real and
+ * imaginary halves of the columns broadcast and combined by addsub. Returns the pairs done. */
+#ifdef __AVX2__
+#include <immintrin.h>
+static int64_t last_wire_c128(const double *m, const double *x, double *y, int64_t run, int nthreads) {
+    const __m256d are = _mm256_setr_pd(m[0], m[0], m[4], m[4]), aim = _mm256_setr_pd(m[1], m[1], m[5], m[5]);
+    const __m256d bre = _mm256_setr_pd(m[2], m[2], m[6], m[6]), bim = _mm256_setr_pd(m[3], m[3], m[7], m[7]);
+    #pragma omp parallel for schedule(static) num_threads(nthreads) if(run >= 16384)
+    for (int64_t l = 0; l < run; ++l) {
+        const __m256d v = _mm256_loadu_pd(x + 4 * l);
+        const __m256d x0 = _mm256_permute4x64_pd(v, 0x44), x1 = _mm256_permute4x64_pd(v, 0xEE);
+        const __m256d x0s = _mm256_permute4x64_pd(v, 0x11), x1s = _mm256_permute4x64_pd(v, 0xBB);
+        const __m256d re = _mm256_fmadd_pd(bre, x1, _mm256_mul_pd(are, x0));
+        const __m256d im = _mm256_fmadd_pd(bim, x1s, _mm256_mul_pd(aim, x0s));
+        _mm256_storeu_pd(y + 4 * l, _mm256_addsub_pd(re, im));
+    }
+    return run;
+}
+static int64_t last_wire_c64(const float *m, const float *x, float *y, int64_t run, int nthreads) {
+    const __m256 are = _mm256_setr_ps(m[0], m[0], m[4], m[4], m[0], m[0], m[4], m[4]);
+    const __m256 aim = _mm256_setr_ps(m[1], m[1], m[5], m[5], m[1], m[1], m[5], m[5]);
+    const __m256 bre = _mm256_setr_ps(m[2], m[2], m[6], m[6], m[2], m[2], m[6], m[6]);
+    const __m256 bim = _mm256_setr_ps(m[3], m[3], m[7], m[7], m[3], m[3], m[7], m[7]);
+    const int64_t twos = run / 2;
+    #pragma omp parallel for schedule(static) num_threads(nthreads) if(run >= 16384)
+    for (int64_t l = 0; l < twos; ++l) {
+        const __m256 v = _mm256_loadu_ps(x + 8 * l);
+        const __m256 x0 = _mm256_permute_ps(v, 0x44), x1 = _mm256_permute_ps(v, 0xEE);
+        const __m256 x0s = _mm256_permute_ps(v, 0x11), x1s = _mm256_permute_ps(v, 0xBB);
+        const __m256 re = _mm256_fmadd_ps(bre, x1, _mm256_mul_ps(are, x0));
+        const __m256 im = _mm256_fmadd_ps(bim, x1s, _mm256_mul_ps(aim, x0s));
+        _mm256_storeu_ps(y + 8 * l, _mm256_addsub_ps(re, im));
+    }
+    return 2 * twos;
+}
+#define LAST_WIRE_SIMD(mm, x, y, run, nt) _Generic((x), const double *: last_wire_c128, const float *: last_wire_c64)(mm, x, y, run, nt)
+#else
+#define LAST_WIRE_SIMD(mm, x, y, run, nt) 0
+#endif
+
 /* The state viewed as (blocks, 2, R): y[l, :, r] = M_l x[l, :, r]. M_l = m[l >> shift] (one
  * matrix per 2^shift consecutive blocks: per sample) or m itself when shift < 0 (shared). */
 #define DEF_APPLY(NAME, T) \
@@ -27,8 +68,9 @@ void NAME(const T *restrict in, T *restrict out, int64_t blocks, int64_t R, cons
             LOAD_M(shift < 0 ? m : m + 8 * g) \
             const T *x = in + 4 * run * g; \
             T *y = out + 4 * run * g; \
-            _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(run >= 16384)") \
-            for (int64_t l = 0; l < run; ++l) PAIR(x + 4 * l, x + 4 * l + 2, y + 4 * l, y + 4 * l + 2) \
+            int64_t done = LAST_WIRE_SIMD(shift < 0 ? m : m + 8 * g, x, y, run, nthreads); \
+            _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(run - done >= 16384)") \
+            for (int64_t l = done; l < run; ++l) PAIR(x + 4 * l, x + 4 * l + 2, y + 4 * l, y + 4 * l + 2) \
         } \
         return; \
     } \

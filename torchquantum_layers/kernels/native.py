@@ -109,8 +109,11 @@ def status() -> str:
     return _state["reason"]
 
 
+_NATIVE_DTYPES = (torch.complex64, torch.complex128)
+
+
 def _usable(state: torch.Tensor, *operands) -> bool:
-    if state.device.type != "cpu" or state.dtype not in (torch.complex64, torch.complex128):
+    if not state.is_cpu or state.dtype not in _NATIVE_DTYPES:
         return False
     if state.numel() < MIN_AMPLITUDES or not state.is_contiguous() or state.is_conj():
         return False
@@ -129,7 +132,7 @@ def apply_2x2(state: torch.Tensor, matrix: torch.Tensor, wire: int, n: int):
             matrix = matrix[0]
         elif matrix.shape[0] != B:
             return None
-    m = torch.view_as_real(matrix.resolve_conj().contiguous())
+    m = matrix if matrix.is_contiguous() and not matrix.is_conj() else matrix.resolve_conj().contiguous()
     L, R = 2 ** wire, 2 ** (n - wire - 1)
     shift = -1 if matrix.dim() == 2 else wire       # per sample: one matrix per 2^wire blocks
     out = torch.empty_like(state)

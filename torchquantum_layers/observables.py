@@ -1336,6 +1336,14 @@ class _ExpvalPlan:
             self._native = spec
         return spec
 
+    def apply_native(self, psi: torch.Tensor) -> torch.Tensor:
+        """H·ψ of the plan's single (Hermitian) observable by the native kernels."""
+        out = psi * self.w0[0::2, 0] if self.w0 is not None else torch.zeros_like(psi)
+        if self.groups:
+            spec, _tables = self.native_spec()
+            native.expval_grad(psi, spec, torch.full((psi.shape[0], 1), 0.5), out=out)
+        return out
+
     def __call__(self, psi: torch.Tensor, method: str = "auto") -> torch.Tensor:
         if method not in ("auto", "loop", "gather", "native"):
             raise ValueError(f"expectation: method must be 'auto', 'loop', 'gather' or 'native', got {method!r}")
@@ -1821,12 +1829,35 @@ def apply_hamiltonian(state: torch.Tensor, H, method: str = "auto") -> torch.Ten
     """H·ψ for a batch of states ``(B, 2**n)`` (or one ``(2**n,)``), one pass per distinct X mask.
 
     ``H``: any Pauli sum (Hermitian or not), a PauliString or a string. Differentiable by autograd.
+    ``method``: ``"auto"``, ``"native"`` (the C kernels, for a Hermitian H on CPU: what ``"auto"``
+    picks there), ``"loop"`` or ``"gather"``.
     """
     state, n, squeeze = _prepare_state(state, "apply_hamiltonian")
     h = _as_observable(H, "apply_hamiltonian")
     _check_fits(h, n, "apply_hamiltonian")
-    out = h.compile(n, state.dtype, state.device, "apply")(state, method)
+    if method == "native":
+        if not (native.pairs_usable(state) and h.is_hermitian):
+            raise ValueError("apply_hamiltonian: method='native' needs a Hermitian H and a contiguous complex CPU "
+                             f"state (native library: {native.status()})")
+    if method == "native" or (method == "auto" and native.pairs_usable(state) and h.is_hermitian):
+        out = _NativeApply.apply(state, h.compile(n, state.dtype, state.device, "expval"))
+    else:
+        out = h.compile(n, state.dtype, state.device, "apply")(state, method)
     return out[0] if squeeze else out
+
+
+class _NativeApply(torch.autograd.Function):
+    """H·ψ for a Hermitian H by the native kernels on the expectation plan's tables (H·ψ is
+    half the gradient of ⟨ψ|H|ψ⟩); backward is H·g again, so higher derivatives come free."""
+
+    @staticmethod
+    def forward(ctx, psi, plan):
+        ctx.plan = plan
+        return plan.apply_native(psi)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _NativeApply.apply(grad.contiguous(), ctx.plan), None
 
 
 # ------------------------------------------------------------------------------------------------

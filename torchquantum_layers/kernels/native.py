@@ -222,13 +222,14 @@ def expval_pairs(state: torch.Tensor, groups, n_obs: int) -> torch.Tensor:
     return out
 
 
-def expval_grad(state: torch.Tensor, groups, weights: torch.Tensor) -> torch.Tensor:
-    """The gradient (torch's convention) of Σ_{b,o} weights[b, o] · :func:`expval_pairs` w.r.t. ψ."""
+def expval_grad(state: torch.Tensor, groups, weights: torch.Tensor, out=None) -> torch.Tensor:
+    """The gradient (torch's convention) of Σ_{b,o} weights[b, o] · :func:`expval_pairs` w.r.t. ψ,
+    added to ``out`` when given (a contiguous tensor like ``state``)."""
     xb, pbit, full, tre, tim = groups
     B, N = state.shape
     real = torch.float32 if state.dtype == torch.complex64 else torch.float64
     w = weights.to(real).contiguous()
-    grad = torch.zeros_like(state)
+    grad = torch.zeros_like(state) if out is None else out
     fn = library().tql_expval_grad_c64 if state.dtype == torch.complex64 else library().tql_expval_grad_c128
     fn(state.data_ptr(), grad.data_ptr(), B, N.bit_length() - 1, xb.numel(), xb.data_ptr(), pbit.data_ptr(),
        full.data_ptr(), tre.data_ptr(), tim.data_ptr(), w.shape[1], w.data_ptr(), torch.get_num_threads())

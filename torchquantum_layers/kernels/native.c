@@ -276,12 +276,102 @@ void NAME(const T *restrict psi, int64_t B, int64_t n, int64_t G, const int64_t 
 DEF_EXPVAL(tql_expval_pairs_c64, float, f32)
 DEF_EXPVAL(tql_expval_pairs_c128, double, f64)
 
+/* Vector bodies of the gradient below (n_obs = 1): g_i += (u + i v) psi_j over `len` contiguous
+ * pairs, and g_j += (u - i v) psi_i when gj is given; u, v = w times the tables. */
+#define SCALAR_GRAD(gi, pj, u, v) { (gi)[0] += (u) * (pj)[0] - (v) * (pj)[1]; (gi)[1] += (u) * (pj)[1] + (v) * (pj)[0]; }
+static void pair_grad_f32(const float *pi, const float *pj, float *gi, float *gj, const float *r, const float *m,
+                          float w, int64_t len) {
+    int64_t l = 0;
+#ifdef __AVX2__
+    const __m256 W = _mm256_set1_ps(w), ns = _mm256_setr_ps(-1, 1, -1, 1, -1, 1, -1, 1);
+    for (; l + 4 <= len; l += 4) {
+        const __m256 U = _mm256_mul_ps(DUP4(r + l), W), V = m ? _mm256_mul_ps(DUP4(m + l), W) : _mm256_setzero_ps();
+        const __m256 Pi = _mm256_loadu_ps(pi + 2 * l), Pj = _mm256_loadu_ps(pj + 2 * l);
+        const __m256 Vs = _mm256_mul_ps(V, ns);
+        _mm256_storeu_ps(gi + 2 * l, _mm256_fmadd_ps(Vs, _mm256_permute_ps(Pj, 0xB1),
+                                                     _mm256_fmadd_ps(U, Pj, _mm256_loadu_ps(gi + 2 * l))));
+        if (gj) _mm256_storeu_ps(gj + 2 * l, _mm256_fnmadd_ps(Vs, _mm256_permute_ps(Pi, 0xB1),
+                                                              _mm256_fmadd_ps(U, Pi, _mm256_loadu_ps(gj + 2 * l))));
+    }
+#endif
+    for (; l < len; ++l) {
+        const float u = w * r[l], v = m ? w * m[l] : 0;
+        SCALAR_GRAD(gi + 2 * l, pj + 2 * l, u, v)
+        if (gj) SCALAR_GRAD(gj + 2 * l, pi + 2 * l, u, -v)
+    }
+}
+static void pair_grad_f64(const double *pi, const double *pj, double *gi, double *gj, const double *r,
+                          const double *m, double w, int64_t len) {
+    int64_t l = 0;
+#ifdef __AVX2__
+    const __m256d W = _mm256_set1_pd(w), ns = _mm256_setr_pd(-1, 1, -1, 1);
+    for (; l + 2 <= len; l += 2) {
+        const __m256d U = _mm256_mul_pd(DUP2(r + l), W), V = m ? _mm256_mul_pd(DUP2(m + l), W) : _mm256_setzero_pd();
+        const __m256d Pi = _mm256_loadu_pd(pi + 2 * l), Pj = _mm256_loadu_pd(pj + 2 * l);
+        const __m256d Vs = _mm256_mul_pd(V, ns);
+        _mm256_storeu_pd(gi + 2 * l, _mm256_fmadd_pd(Vs, _mm256_permute_pd(Pj, 0x5),
+                                                     _mm256_fmadd_pd(U, Pj, _mm256_loadu_pd(gi + 2 * l))));
+        if (gj) _mm256_storeu_pd(gj + 2 * l, _mm256_fnmadd_pd(Vs, _mm256_permute_pd(Pi, 0x5),
+                                                              _mm256_fmadd_pd(U, Pi, _mm256_loadu_pd(gj + 2 * l))));
+    }
+#endif
+    for (; l < len; ++l) {
+        const double u = w * r[l], v = m ? w * m[l] : 0;
+        SCALAR_GRAD(gi + 2 * l, pj + 2 * l, u, v)
+        if (gj) SCALAR_GRAD(gj + 2 * l, pi + 2 * l, u, -v)
+    }
+}
+/* Full groups: g_i += (u + i v) psi_{i ^ x} for i in [i0, i0 + len). */
+static void full_grad_f32(const float *p, float *g, int64_t i0, int64_t len, int64_t x, const float *r,
+                          const float *m, float w) {
+    int64_t i = i0;
+#ifdef __AVX2__
+    if ((i0 & 3) == 0) {
+        const int64_t xl = x & 3, xh = x & ~(int64_t)3;
+        const __m256i lanes = _mm256_setr_epi32(2 * (0 ^ xl), 2 * (0 ^ xl) + 1, 2 * (1 ^ xl), 2 * (1 ^ xl) + 1,
+                                                2 * (2 ^ xl), 2 * (2 ^ xl) + 1, 2 * (3 ^ xl), 2 * (3 ^ xl) + 1);
+        const __m256 W = _mm256_set1_ps(w), ns = _mm256_setr_ps(-1, 1, -1, 1, -1, 1, -1, 1);
+        for (; i + 4 <= i0 + len; i += 4) {
+            const __m256 U = _mm256_mul_ps(DUP4(r + i), W), V = m ? _mm256_mul_ps(DUP4(m + i), W) : _mm256_setzero_ps();
+            const __m256 Pj = _mm256_permutevar8x32_ps(_mm256_loadu_ps(p + 2 * (i ^ xh)), lanes);
+            _mm256_storeu_ps(g + 2 * i, _mm256_fmadd_ps(_mm256_mul_ps(V, ns), _mm256_permute_ps(Pj, 0xB1),
+                                                        _mm256_fmadd_ps(U, Pj, _mm256_loadu_ps(g + 2 * i))));
+        }
+    }
+#endif
+    for (; i < i0 + len; ++i) {
+        const float u = w * r[i], v = m ? w * m[i] : 0;
+        SCALAR_GRAD(g + 2 * i, p + 2 * (i ^ x), u, v)
+    }
+}
+static void full_grad_f64(const double *p, double *g, int64_t i0, int64_t len, int64_t x, const double *r,
+                          const double *m, double w) {
+    int64_t i = i0;
+#ifdef __AVX2__
+    if ((i0 & 1) == 0) {
+        const int64_t xl = x & 1, xh = x & ~(int64_t)1;
+        const __m256d W = _mm256_set1_pd(w), ns = _mm256_setr_pd(-1, 1, -1, 1);
+        for (; i + 2 <= i0 + len; i += 2) {
+            const __m256d U = _mm256_mul_pd(DUP2(r + i), W), V = m ? _mm256_mul_pd(DUP2(m + i), W) : _mm256_setzero_pd();
+            __m256d Pj = _mm256_loadu_pd(p + 2 * (i ^ xh));
+            if (xl) Pj = _mm256_permute2f128_pd(Pj, Pj, 1);
+            _mm256_storeu_pd(g + 2 * i, _mm256_fmadd_pd(_mm256_mul_pd(V, ns), _mm256_permute_pd(Pj, 0x5),
+                                                        _mm256_fmadd_pd(U, Pj, _mm256_loadu_pd(g + 2 * i))));
+        }
+    }
+#endif
+    for (; i < i0 + len; ++i) {
+        const double u = w * r[i], v = m ? w * m[i] : 0;
+        SCALAR_GRAD(g + 2 * i, p + 2 * (i ^ x), u, v)
+    }
+}
+
 /* The gradient of the above for a real upstream gradient w (B, n_obs). Pair groups: with
  * u = Σ_o w[b, o] re[k, o] and v = Σ_o w[b, o] im[k, o], grad[i] += (u + i v) psi[j] and
  * grad[j] += (u - i v) psi[i]; full groups: grad[i] += 2 w (re[i] + i im[i]) psi[i ^ x]. Within one
  * group every amplitude is written once, so the groups run one after another and the (b, k) of a
  * group in parallel. */
-#define DEF_EXPVAL_GRAD(NAME, T) \
+#define DEF_EXPVAL_GRAD(NAME, T, SUF) \
 void NAME(const T *restrict psi, T *restrict grad, int64_t B, int64_t n, int64_t G, \
           const int64_t *restrict xb, const int64_t *restrict pbit, const int64_t *restrict full, \
           const int64_t *restrict tre, const int64_t *restrict tim, int64_t n_obs, const T *restrict w, \
@@ -296,12 +386,7 @@ void NAME(const T *restrict psi, T *restrict grad, int64_t B, int64_t n, int64_t
             _Pragma("omp for schedule(static)") \
             for (int64_t c = 0; c < chunks; ++c) { \
                 const int64_t b = (c * C) >> (n - 1), i0 = 2 * ((c * C) & (K - 1)); \
-                const T *p = psi + 2 * b * N, w2 = 2 * w[b]; \
-                T *q = grad + 2 * b * N; \
-                for (int64_t i = i0; i < i0 + 2 * C; ++i) { \
-                    const T u = w2 * tr[i], v = ti ? w2 * ti[i] : 0, *pj = p + 2 * (i ^ x); \
-                    q[2 * i] += u * pj[0] - v * pj[1]; q[2 * i + 1] += u * pj[1] + v * pj[0]; \
-                } \
+                full_grad_##SUF(psi + 2 * b * N, grad + 2 * b * N, i0, 2 * C, x, tr, ti, 2 * w[b]); \
             } \
             continue; \
         } \
@@ -310,6 +395,14 @@ void NAME(const T *restrict psi, T *restrict grad, int64_t B, int64_t n, int64_t
             const int64_t b = (c * C) >> (n - 1), k0 = (c * C) & (K - 1); \
             const T *p = psi + 2 * b * N, *wb = w + b * n_obs; \
             T *q = grad + 2 * b * N; \
+            if (n_obs == 1) { \
+                const int64_t run = ~high + 1, len = run < C ? run : C; \
+                for (int64_t k1 = k0; k1 < k0 + C; k1 += len) { \
+                    const int64_t i0 = k1 + (k1 & high), j0 = i0 ^ x; \
+                    pair_grad_##SUF(p + 2 * i0, p + 2 * j0, q + 2 * i0, q + 2 * j0, tr + k1, ti ? ti + k1 : 0, wb[0], len); \
+                } \
+                continue; \
+            } \
             for (int64_t k = k0; k < k0 + C; ++k) { \
                 const int64_t i = k + (k & high), j = i ^ x; \
                 T u = 0, v = 0; \
@@ -323,8 +416,8 @@ void NAME(const T *restrict psi, T *restrict grad, int64_t B, int64_t n, int64_t
         } \
     } \
 }
-DEF_EXPVAL_GRAD(tql_expval_grad_c64, float)
-DEF_EXPVAL_GRAD(tql_expval_grad_c128, double)
+DEF_EXPVAL_GRAD(tql_expval_grad_c64, float, f32)
+DEF_EXPVAL_GRAD(tql_expval_grad_c128, double, f64)
 
 
 /* Any permutation of the local basis of k wires, in blocks of W = 2^b consecutive amplitudes

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
-import numpy as np
 import pytorch_lightning as pl
 import torch
 from torch.utils.data import DataLoader, TensorDataset

@@ -1,6 +1,7 @@
-/* One-pass CPU kernels for the two operations torch cannot do at memory speed: a 2 x 2 matrix on
- * one wire, and a permutation of amplitudes. Compiled on first use by kernels/native.py (plain C,
- * OpenMP, no torch headers); the torch kernels remain the fallback and the reference.
+/* One-pass CPU kernels for what torch cannot do at memory speed: a 2 x 2 matrix on one wire, a
+ * permutation of amplitudes, and a Pauli sum's expectation / H psi over all its X masks in one
+ * call. Compiled on first use by kernels/native.py (plain C, OpenMP, AVX2 where the CPU has it,
+ * no torch headers); the torch kernels remain the fallback and the reference.
  * Complex numbers are interleaved (re, im) pairs of T. */
 #include <stdint.h>
 #include <string.h>
@@ -15,43 +16,89 @@
     (y1)[0] = cr * pr - ci * pi + dr * qr - di * qi; \
     (y1)[1] = cr * pi + ci * pr + dr * qi + di * qr; }
 
-/* The last wire: each (x0, x1) pair is adjacent, so one 256-bit register holds one complex128
- * pair (two complex64 pairs); y = M x as two complex products per element, the real and
- * imaginary halves of the columns broadcast and combined by addsub. Returns the pairs done. */
+/* The vector bodies below are written once for both precisions: a 256-bit register holds
+ * LANES complex numbers (4 complex64, 2 complex128); OP_SUF names that precision's intrinsic. */
 #ifdef __AVX2__
 #include <immintrin.h>
-static int64_t last_wire_c128(const double *m, const double *x, double *y, int64_t run, int nthreads) {
-    const __m256d are = _mm256_setr_pd(m[0], m[0], m[4], m[4]), aim = _mm256_setr_pd(m[1], m[1], m[5], m[5]);
-    const __m256d bre = _mm256_setr_pd(m[2], m[2], m[6], m[6]), bim = _mm256_setr_pd(m[3], m[3], m[7], m[7]);
-    #pragma omp parallel for schedule(static) num_threads(nthreads) if(run >= 16384)
-    for (int64_t l = 0; l < run; ++l) {
-        const __m256d v = _mm256_loadu_pd(x + 4 * l);
-        const __m256d x0 = _mm256_permute4x64_pd(v, 0x44), x1 = _mm256_permute4x64_pd(v, 0xEE);
-        const __m256d x0s = _mm256_permute4x64_pd(v, 0x11), x1s = _mm256_permute4x64_pd(v, 0xBB);
-        const __m256d re = _mm256_fmadd_pd(bre, x1, _mm256_mul_pd(are, x0));
-        const __m256d im = _mm256_fmadd_pd(bim, x1s, _mm256_mul_pd(aim, x0s));
-        _mm256_storeu_pd(y + 4 * l, _mm256_addsub_pd(re, im));
-    }
-    return run;
+#define VEC_f32 __m256
+#define VEC_f64 __m256d
+#define LANES_f32 4
+#define LANES_f64 2
+#define LOAD_f32 _mm256_loadu_ps
+#define LOAD_f64 _mm256_loadu_pd
+#define STORE_f32 _mm256_storeu_ps
+#define STORE_f64 _mm256_storeu_pd
+#define MUL_f32 _mm256_mul_ps
+#define MUL_f64 _mm256_mul_pd
+#define ADD_f32 _mm256_add_ps
+#define ADD_f64 _mm256_add_pd
+#define FMA_f32 _mm256_fmadd_ps
+#define FMA_f64 _mm256_fmadd_pd
+#define FNMA_f32 _mm256_fnmadd_ps
+#define FNMA_f64 _mm256_fnmadd_pd
+#define SET1_f32 _mm256_set1_ps
+#define SET1_f64 _mm256_set1_pd
+#define ZERO_f32 _mm256_setzero_ps
+#define ZERO_f64 _mm256_setzero_pd
+#define SIGNS_f32() _mm256_setr_ps(-1, 1, -1, 1, -1, 1, -1, 1)        /* (-1, +1) per complex */
+#define SIGNS_f64() _mm256_setr_pd(-1, 1, -1, 1)
+#define SWAP_f32(v) _mm256_permute_ps(v, 0xB1)                          /* (re, im) -> (im, re) */
+#define SWAP_f64(v) _mm256_permute_pd(v, 0x5)
+/* each of LANES reals twice: a real table entry against a (re, im) pair */
+#define DUP_f32(r) _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(r)), _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3))
+#define DUP_f64(r) _mm256_permute4x64_pd(_mm256_castpd128_pd256(_mm_loadu_pd(r)), 0x50)
+static inline float HSUM_f32(__m256 v) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
 }
-static int64_t last_wire_c64(const float *m, const float *x, float *y, int64_t run, int nthreads) {
-    const __m256 are = _mm256_setr_ps(m[0], m[0], m[4], m[4], m[0], m[0], m[4], m[4]);
-    const __m256 aim = _mm256_setr_ps(m[1], m[1], m[5], m[5], m[1], m[1], m[5], m[5]);
-    const __m256 bre = _mm256_setr_ps(m[2], m[2], m[6], m[6], m[2], m[2], m[6], m[6]);
-    const __m256 bim = _mm256_setr_ps(m[3], m[3], m[7], m[7], m[3], m[3], m[7], m[7]);
-    const int64_t twos = run / 2;
-    #pragma omp parallel for schedule(static) num_threads(nthreads) if(run >= 16384)
-    for (int64_t l = 0; l < twos; ++l) {
-        const __m256 v = _mm256_loadu_ps(x + 8 * l);
-        const __m256 x0 = _mm256_permute_ps(v, 0x44), x1 = _mm256_permute_ps(v, 0xEE);
-        const __m256 x0s = _mm256_permute_ps(v, 0x11), x1s = _mm256_permute_ps(v, 0xBB);
-        const __m256 re = _mm256_fmadd_ps(bre, x1, _mm256_mul_ps(are, x0));
-        const __m256 im = _mm256_fmadd_ps(bim, x1s, _mm256_mul_ps(aim, x0s));
-        _mm256_storeu_ps(y + 8 * l, _mm256_addsub_ps(re, im));
-    }
-    return 2 * twos;
+static inline double HSUM_f64(__m256d v) {
+    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
 }
-#define LAST_WIRE_SIMD(mm, x, y, run, nt) _Generic((x), const double *: last_wire_c128, const float *: last_wire_c64)(mm, x, y, run, nt)
+/* The register of the LANES partners psi[i ^ x], i = i0..i0+LANES-1 (i0 aligned): x's bits above
+ * the register pick the load, its low bits permute the lanes. */
+#define PARTNER_SETUP_f32(x) const int64_t xh_ = (x) & ~(int64_t)3, xl_ = (x) & 3; \
+    const __m256i lanes_ = _mm256_setr_epi32(2 * (0 ^ xl_), 2 * (0 ^ xl_) + 1, 2 * (1 ^ xl_), 2 * (1 ^ xl_) + 1, \
+                                             2 * (2 ^ xl_), 2 * (2 ^ xl_) + 1, 2 * (3 ^ xl_), 2 * (3 ^ xl_) + 1);
+#define PARTNER_f32(p, i) _mm256_permutevar8x32_ps(_mm256_loadu_ps((p) + 2 * ((i) ^ xh_)), lanes_)
+#define PARTNER_SETUP_f64(x) const int64_t xh_ = (x) & ~(int64_t)1, xl_ = (x) & 1;
+#define PARTNER_f64(p, i) (xl_ ? _mm256_permute2f128_pd(_mm256_loadu_pd((p) + 2 * ((i) ^ xh_)), \
+                                                      _mm256_loadu_pd((p) + 2 * ((i) ^ xh_)), 1) \
+                               : _mm256_loadu_pd((p) + 2 * ((i) ^ xh_)))
+#define BCAST2_f32(a, c) _mm256_setr_ps(a, a, c, c, a, a, c, c)             /* (a, a, c, c) per pair */
+#define BCAST2_f64(a, c) _mm256_setr_pd(a, a, c, c)
+#define PERM_PAIR_f32 _mm256_permute_ps                                   /* within each complex pair */
+#define PERM_PAIR_f64 _mm256_permute4x64_pd
+#define ADDSUB_f32 _mm256_addsub_ps
+#define ADDSUB_f64 _mm256_addsub_pd
+#define VECTOR_CODE(...) __VA_ARGS__
+#else
+#define VECTOR_CODE(...)
+#endif
+/* The last wire: each (x0, x1) pair is adjacent, so one register holds LANES/2 pairs; y = M x as
+ * two complex products per element, the real and imaginary halves of the columns broadcast and
+ * combined by addsub. Returns the pairs done (the rest are left to the scalar loop). */
+#ifdef __AVX2__
+#define DEF_LAST_WIRE(SUF, T) \
+static int64_t last_wire_##SUF(const T *m, const T *x, T *y, int64_t run, int nthreads) { \
+    const VEC_##SUF are = BCAST2_##SUF(m[0], m[4]), aim = BCAST2_##SUF(m[1], m[5]); \
+    const VEC_##SUF bre = BCAST2_##SUF(m[2], m[6]), bim = BCAST2_##SUF(m[3], m[7]); \
+    const int64_t per = LANES_##SUF / 2, regs = run / per; \
+    _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(run >= 16384)") \
+    for (int64_t l = 0; l < regs; ++l) { \
+        const VEC_##SUF v = LOAD_##SUF(x + 2 * LANES_##SUF * l); \
+        const VEC_##SUF x0 = PERM_PAIR_##SUF(v, 0x44), x1 = PERM_PAIR_##SUF(v, 0xEE); \
+        const VEC_##SUF x0s = PERM_PAIR_##SUF(v, 0x11), x1s = PERM_PAIR_##SUF(v, 0xBB); \
+        const VEC_##SUF re = FMA_##SUF(bre, x1, MUL_##SUF(are, x0)); \
+        const VEC_##SUF im = FMA_##SUF(bim, x1s, MUL_##SUF(aim, x0s)); \
+        STORE_##SUF(y + 2 * LANES_##SUF * l, ADDSUB_##SUF(re, im)); \
+    } \
+    return per * regs; \
+}
+DEF_LAST_WIRE(f32, float)
+DEF_LAST_WIRE(f64, double)
+#define LAST_WIRE_SIMD(mm, x, y, run, nt) _Generic((x), const double *: last_wire_f64, const float *: last_wire_f32)(mm, x, y, run, nt)
 #else
 #define LAST_WIRE_SIMD(mm, x, y, run, nt) 0
 #endif
@@ -129,99 +176,48 @@ void tql_permute(const char *restrict in, char *restrict out, int64_t blocks, in
  * tables are what streams from memory on large registers, hence compact and real. (b, k) run in
  * chunks within one sample, indices from shifts and masks (a division per pair cost more than the
  * arithmetic); chunk sums go to double. */
-#ifdef __AVX2__
-#include <immintrin.h>
-static inline float hsum8(__m256 v) {
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    return _mm_cvtss_f32(_mm_add_ss(h, _mm_shuffle_ps(h, h, 1)));
-}
-static inline double hsum4(__m256d v) {
-    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
-}
-#define DUP4(r) _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(r)), _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3))
-#define DUP2(r) _mm256_permute4x64_pd(_mm256_castpd128_pd256(_mm_loadu_pd(r)), 0x50)
-#endif
 #define SCALAR_TERM(a, q, r, m) \
     (((q)[0] * (a)[0] + (q)[1] * (a)[1]) * (r) + ((m) ? ((q)[0] * (a)[1] - (q)[1] * (a)[0]) * *(m) : 0))
+#define SCALAR_GRAD(gi, pj, u, v) { (gi)[0] += (u) * (pj)[0] - (v) * (pj)[1]; (gi)[1] += (u) * (pj)[1] + (v) * (pj)[0]; }
 
-static float pair_block_f32(const float *a, const float *q, const float *r, const float *m, int64_t len) {
-    float acc = 0;
-    int64_t l = 0;
-#ifdef __AVX2__
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    const __m256 sign = _mm256_setr_ps(1, -1, 1, -1, 1, -1, 1, -1);
-    for (; l + 4 <= len; l += 4) {
-        const __m256 A = _mm256_loadu_ps(a + 2 * l), Q = _mm256_loadu_ps(q + 2 * l);
-        s0 = _mm256_fmadd_ps(_mm256_mul_ps(Q, A), DUP4(r + l), s0);
-        if (m) s1 = _mm256_fmadd_ps(_mm256_mul_ps(Q, _mm256_permute_ps(A, 0xB1)), _mm256_mul_ps(DUP4(m + l), sign), s1);
-    }
-    acc = hsum8(_mm256_add_ps(s0, s1));
-#endif
-    for (; l < len; ++l) acc += SCALAR_TERM(a + 2 * l, q + 2 * l, r[l], m ? m + l : 0);
-    return acc;
+/* Σ Re(conj q a) r + Im(conj q a) m over `len` contiguous pairs (a, q); and over i in [i0, i0 + len)
+ * with q = psi[i ^ x] and the tables indexed by i. */
+#define DEF_PAIR_SUMS(SUF, T) \
+static T pair_block_##SUF(const T *a, const T *q, const T *r, const T *m, int64_t len) { \
+    T acc = 0; \
+    int64_t l = 0; \
+    VECTOR_CODE( \
+    VEC_##SUF s0 = ZERO_##SUF(), s1 = ZERO_##SUF(); \
+    const VEC_##SUF sign = MUL_##SUF(SIGNS_##SUF(), SET1_##SUF(-1)); \
+    for (; l + LANES_##SUF <= len; l += LANES_##SUF) { \
+        const VEC_##SUF A = LOAD_##SUF(a + 2 * l), Q = LOAD_##SUF(q + 2 * l); \
+        s0 = FMA_##SUF(MUL_##SUF(Q, A), DUP_##SUF(r + l), s0); \
+        if (m) s1 = FMA_##SUF(MUL_##SUF(Q, SWAP_##SUF(A)), MUL_##SUF(DUP_##SUF(m + l), sign), s1); \
+    } \
+    acc = HSUM_##SUF(ADD_##SUF(s0, s1)); ) \
+    for (; l < len; ++l) acc += SCALAR_TERM(a + 2 * l, q + 2 * l, r[l], m ? m + l : 0); \
+    return acc; \
+} \
+static T full_block_##SUF(const T *p, int64_t i0, int64_t len, int64_t x, const T *r, const T *m) { \
+    T acc = 0; \
+    int64_t i = i0; \
+    VECTOR_CODE( \
+    if ((i0 & (LANES_##SUF - 1)) == 0) { \
+        PARTNER_SETUP_##SUF(x) \
+        const VEC_##SUF sign = MUL_##SUF(SIGNS_##SUF(), SET1_##SUF(-1)); \
+        VEC_##SUF s0 = ZERO_##SUF(), s1 = ZERO_##SUF(); \
+        for (; i + LANES_##SUF <= i0 + len; i += LANES_##SUF) { \
+            const VEC_##SUF A = LOAD_##SUF(p + 2 * i), Q = PARTNER_##SUF(p, i); \
+            s0 = FMA_##SUF(MUL_##SUF(Q, A), DUP_##SUF(r + i), s0); \
+            if (m) s1 = FMA_##SUF(MUL_##SUF(Q, SWAP_##SUF(A)), MUL_##SUF(DUP_##SUF(m + i), sign), s1); \
+        } \
+        acc = HSUM_##SUF(ADD_##SUF(s0, s1)); \
+    } ) \
+    for (; i < i0 + len; ++i) acc += SCALAR_TERM(p + 2 * i, p + 2 * (i ^ x), r[i], m ? m + i : 0); \
+    return acc; \
 }
-static double pair_block_f64(const double *a, const double *q, const double *r, const double *m, int64_t len) {
-    double acc = 0;
-    int64_t l = 0;
-#ifdef __AVX2__
-    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-    const __m256d sign = _mm256_setr_pd(1, -1, 1, -1);
-    for (; l + 2 <= len; l += 2) {
-        const __m256d A = _mm256_loadu_pd(a + 2 * l), Q = _mm256_loadu_pd(q + 2 * l);
-        s0 = _mm256_fmadd_pd(_mm256_mul_pd(Q, A), DUP2(r + l), s0);
-        if (m) s1 = _mm256_fmadd_pd(_mm256_mul_pd(Q, _mm256_permute_pd(A, 0x5)), _mm256_mul_pd(DUP2(m + l), sign), s1);
-    }
-    acc = hsum4(_mm256_add_pd(s0, s1));
-#endif
-    for (; l < len; ++l) acc += SCALAR_TERM(a + 2 * l, q + 2 * l, r[l], m ? m + l : 0);
-    return acc;
-}
-/* Σ over i in [i0, i0 + len) with q = psi[i ^ x]; tables indexed by i. */
-static float full_block_f32(const float *p, int64_t i0, int64_t len, int64_t x, const float *r, const float *m) {
-    float acc = 0;
-    int64_t i = i0;
-#ifdef __AVX2__
-    if ((i0 & 3) == 0) {
-        const int64_t xl = x & 3, xh = x & ~(int64_t)3;
-        const __m256i lanes = _mm256_setr_epi32(2 * (0 ^ xl), 2 * (0 ^ xl) + 1, 2 * (1 ^ xl), 2 * (1 ^ xl) + 1,
-                                                2 * (2 ^ xl), 2 * (2 ^ xl) + 1, 2 * (3 ^ xl), 2 * (3 ^ xl) + 1);
-        const __m256 sign = _mm256_setr_ps(1, -1, 1, -1, 1, -1, 1, -1);
-        __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-        for (; i + 4 <= i0 + len; i += 4) {
-            const __m256 A = _mm256_loadu_ps(p + 2 * i);
-            const __m256 Q = _mm256_permutevar8x32_ps(_mm256_loadu_ps(p + 2 * (i ^ xh)), lanes);
-            s0 = _mm256_fmadd_ps(_mm256_mul_ps(Q, A), DUP4(r + i), s0);
-            if (m) s1 = _mm256_fmadd_ps(_mm256_mul_ps(Q, _mm256_permute_ps(A, 0xB1)), _mm256_mul_ps(DUP4(m + i), sign), s1);
-        }
-        acc = hsum8(_mm256_add_ps(s0, s1));
-    }
-#endif
-    for (; i < i0 + len; ++i) acc += SCALAR_TERM(p + 2 * i, p + 2 * (i ^ x), r[i], m ? m + i : 0);
-    return acc;
-}
-static double full_block_f64(const double *p, int64_t i0, int64_t len, int64_t x, const double *r, const double *m) {
-    double acc = 0;
-    int64_t i = i0;
-#ifdef __AVX2__
-    if ((i0 & 1) == 0) {
-        const int64_t xl = x & 1, xh = x & ~(int64_t)1;
-        const __m256d sign = _mm256_setr_pd(1, -1, 1, -1);
-        __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-        for (; i + 2 <= i0 + len; i += 2) {
-            const __m256d A = _mm256_loadu_pd(p + 2 * i);
-            __m256d Q = _mm256_loadu_pd(p + 2 * (i ^ xh));
-            if (xl) Q = _mm256_permute2f128_pd(Q, Q, 1);
-            s0 = _mm256_fmadd_pd(_mm256_mul_pd(Q, A), DUP2(r + i), s0);
-            if (m) s1 = _mm256_fmadd_pd(_mm256_mul_pd(Q, _mm256_permute_pd(A, 0x5)), _mm256_mul_pd(DUP2(m + i), sign), s1);
-        }
-        acc = hsum4(_mm256_add_pd(s0, s1));
-    }
-#endif
-    for (; i < i0 + len; ++i) acc += SCALAR_TERM(p + 2 * i, p + 2 * (i ^ x), r[i], m ? m + i : 0);
-    return acc;
-}
+DEF_PAIR_SUMS(f32, float)
+DEF_PAIR_SUMS(f64, double)
 
 #define PAIR_CHUNK 1024
 #define DEF_EXPVAL(NAME, T, SUF) \
@@ -277,94 +273,46 @@ DEF_EXPVAL(tql_expval_pairs_c64, float, f32)
 DEF_EXPVAL(tql_expval_pairs_c128, double, f64)
 
 /* Vector bodies of the gradient below (n_obs = 1): g_i += (u + i v) psi_j over `len` contiguous
- * pairs, and g_j += (u - i v) psi_i when gj is given; u, v = w times the tables. */
-#define SCALAR_GRAD(gi, pj, u, v) { (gi)[0] += (u) * (pj)[0] - (v) * (pj)[1]; (gi)[1] += (u) * (pj)[1] + (v) * (pj)[0]; }
-static void pair_grad_f32(const float *pi, const float *pj, float *gi, float *gj, const float *r, const float *m,
-                          float w, int64_t len) {
-    int64_t l = 0;
-#ifdef __AVX2__
-    const __m256 W = _mm256_set1_ps(w), ns = _mm256_setr_ps(-1, 1, -1, 1, -1, 1, -1, 1);
-    for (; l + 4 <= len; l += 4) {
-        const __m256 U = _mm256_mul_ps(DUP4(r + l), W), V = m ? _mm256_mul_ps(DUP4(m + l), W) : _mm256_setzero_ps();
-        const __m256 Pi = _mm256_loadu_ps(pi + 2 * l), Pj = _mm256_loadu_ps(pj + 2 * l);
-        const __m256 Vs = _mm256_mul_ps(V, ns);
-        _mm256_storeu_ps(gi + 2 * l, _mm256_fmadd_ps(Vs, _mm256_permute_ps(Pj, 0xB1),
-                                                     _mm256_fmadd_ps(U, Pj, _mm256_loadu_ps(gi + 2 * l))));
-        if (gj) _mm256_storeu_ps(gj + 2 * l, _mm256_fnmadd_ps(Vs, _mm256_permute_ps(Pi, 0xB1),
-                                                              _mm256_fmadd_ps(U, Pi, _mm256_loadu_ps(gj + 2 * l))));
-    }
-#endif
-    for (; l < len; ++l) {
-        const float u = w * r[l], v = m ? w * m[l] : 0;
-        SCALAR_GRAD(gi + 2 * l, pj + 2 * l, u, v)
-        if (gj) SCALAR_GRAD(gj + 2 * l, pi + 2 * l, u, -v)
-    }
+ * pairs, and g_j += (u - i v) psi_i when gj is given; and the full groups' g_i += (u + i v)
+ * psi_{i ^ x} for i in [i0, i0 + len). u, v = w times the tables. */
+#define DEF_PAIR_GRADS(SUF, T) \
+static void pair_grad_##SUF(const T *pi, const T *pj, T *gi, T *gj, const T *r, const T *m, T w, int64_t len) { \
+    int64_t l = 0; \
+    VECTOR_CODE( \
+    const VEC_##SUF W = SET1_##SUF(w), ns = SIGNS_##SUF(); \
+    for (; l + LANES_##SUF <= len; l += LANES_##SUF) { \
+        const VEC_##SUF U = MUL_##SUF(DUP_##SUF(r + l), W); \
+        const VEC_##SUF Vs = m ? MUL_##SUF(MUL_##SUF(DUP_##SUF(m + l), W), ns) : ZERO_##SUF(); \
+        const VEC_##SUF Pi = LOAD_##SUF(pi + 2 * l), Pj = LOAD_##SUF(pj + 2 * l); \
+        STORE_##SUF(gi + 2 * l, FMA_##SUF(Vs, SWAP_##SUF(Pj), FMA_##SUF(U, Pj, LOAD_##SUF(gi + 2 * l)))); \
+        if (gj) STORE_##SUF(gj + 2 * l, FNMA_##SUF(Vs, SWAP_##SUF(Pi), FMA_##SUF(U, Pi, LOAD_##SUF(gj + 2 * l)))); \
+    } ) \
+    for (; l < len; ++l) { \
+        const T u = w * r[l], v = m ? w * m[l] : 0; \
+        SCALAR_GRAD(gi + 2 * l, pj + 2 * l, u, v) \
+        if (gj) SCALAR_GRAD(gj + 2 * l, pi + 2 * l, u, -v) \
+    } \
+} \
+static void full_grad_##SUF(const T *p, T *g, int64_t i0, int64_t len, int64_t x, const T *r, const T *m, T w) { \
+    int64_t i = i0; \
+    VECTOR_CODE( \
+    if ((i0 & (LANES_##SUF - 1)) == 0) { \
+        PARTNER_SETUP_##SUF(x) \
+        const VEC_##SUF W = SET1_##SUF(w), ns = SIGNS_##SUF(); \
+        for (; i + LANES_##SUF <= i0 + len; i += LANES_##SUF) { \
+            const VEC_##SUF U = MUL_##SUF(DUP_##SUF(r + i), W); \
+            const VEC_##SUF Vs = m ? MUL_##SUF(MUL_##SUF(DUP_##SUF(m + i), W), ns) : ZERO_##SUF(); \
+            const VEC_##SUF Pj = PARTNER_##SUF(p, i); \
+            STORE_##SUF(g + 2 * i, FMA_##SUF(Vs, SWAP_##SUF(Pj), FMA_##SUF(U, Pj, LOAD_##SUF(g + 2 * i)))); \
+        } \
+    } ) \
+    for (; i < i0 + len; ++i) { \
+        const T u = w * r[i], v = m ? w * m[i] : 0; \
+        SCALAR_GRAD(g + 2 * i, p + 2 * (i ^ x), u, v) \
+    } \
 }
-static void pair_grad_f64(const double *pi, const double *pj, double *gi, double *gj, const double *r,
-                          const double *m, double w, int64_t len) {
-    int64_t l = 0;
-#ifdef __AVX2__
-    const __m256d W = _mm256_set1_pd(w), ns = _mm256_setr_pd(-1, 1, -1, 1);
-    for (; l + 2 <= len; l += 2) {
-        const __m256d U = _mm256_mul_pd(DUP2(r + l), W), V = m ? _mm256_mul_pd(DUP2(m + l), W) : _mm256_setzero_pd();
-        const __m256d Pi = _mm256_loadu_pd(pi + 2 * l), Pj = _mm256_loadu_pd(pj + 2 * l);
-        const __m256d Vs = _mm256_mul_pd(V, ns);
-        _mm256_storeu_pd(gi + 2 * l, _mm256_fmadd_pd(Vs, _mm256_permute_pd(Pj, 0x5),
-                                                     _mm256_fmadd_pd(U, Pj, _mm256_loadu_pd(gi + 2 * l))));
-        if (gj) _mm256_storeu_pd(gj + 2 * l, _mm256_fnmadd_pd(Vs, _mm256_permute_pd(Pi, 0x5),
-                                                              _mm256_fmadd_pd(U, Pi, _mm256_loadu_pd(gj + 2 * l))));
-    }
-#endif
-    for (; l < len; ++l) {
-        const double u = w * r[l], v = m ? w * m[l] : 0;
-        SCALAR_GRAD(gi + 2 * l, pj + 2 * l, u, v)
-        if (gj) SCALAR_GRAD(gj + 2 * l, pi + 2 * l, u, -v)
-    }
-}
-/* Full groups: g_i += (u + i v) psi_{i ^ x} for i in [i0, i0 + len). */
-static void full_grad_f32(const float *p, float *g, int64_t i0, int64_t len, int64_t x, const float *r,
-                          const float *m, float w) {
-    int64_t i = i0;
-#ifdef __AVX2__
-    if ((i0 & 3) == 0) {
-        const int64_t xl = x & 3, xh = x & ~(int64_t)3;
-        const __m256i lanes = _mm256_setr_epi32(2 * (0 ^ xl), 2 * (0 ^ xl) + 1, 2 * (1 ^ xl), 2 * (1 ^ xl) + 1,
-                                                2 * (2 ^ xl), 2 * (2 ^ xl) + 1, 2 * (3 ^ xl), 2 * (3 ^ xl) + 1);
-        const __m256 W = _mm256_set1_ps(w), ns = _mm256_setr_ps(-1, 1, -1, 1, -1, 1, -1, 1);
-        for (; i + 4 <= i0 + len; i += 4) {
-            const __m256 U = _mm256_mul_ps(DUP4(r + i), W), V = m ? _mm256_mul_ps(DUP4(m + i), W) : _mm256_setzero_ps();
-            const __m256 Pj = _mm256_permutevar8x32_ps(_mm256_loadu_ps(p + 2 * (i ^ xh)), lanes);
-            _mm256_storeu_ps(g + 2 * i, _mm256_fmadd_ps(_mm256_mul_ps(V, ns), _mm256_permute_ps(Pj, 0xB1),
-                                                        _mm256_fmadd_ps(U, Pj, _mm256_loadu_ps(g + 2 * i))));
-        }
-    }
-#endif
-    for (; i < i0 + len; ++i) {
-        const float u = w * r[i], v = m ? w * m[i] : 0;
-        SCALAR_GRAD(g + 2 * i, p + 2 * (i ^ x), u, v)
-    }
-}
-static void full_grad_f64(const double *p, double *g, int64_t i0, int64_t len, int64_t x, const double *r,
-                          const double *m, double w) {
-    int64_t i = i0;
-#ifdef __AVX2__
-    if ((i0 & 1) == 0) {
-        const int64_t xl = x & 1, xh = x & ~(int64_t)1;
-        const __m256d W = _mm256_set1_pd(w), ns = _mm256_setr_pd(-1, 1, -1, 1);
-        for (; i + 2 <= i0 + len; i += 2) {
-            const __m256d U = _mm256_mul_pd(DUP2(r + i), W), V = m ? _mm256_mul_pd(DUP2(m + i), W) : _mm256_setzero_pd();
-            __m256d Pj = _mm256_loadu_pd(p + 2 * (i ^ xh));
-            if (xl) Pj = _mm256_permute2f128_pd(Pj, Pj, 1);
-            _mm256_storeu_pd(g + 2 * i, _mm256_fmadd_pd(_mm256_mul_pd(V, ns), _mm256_permute_pd(Pj, 0x5),
-                                                        _mm256_fmadd_pd(U, Pj, _mm256_loadu_pd(g + 2 * i))));
-        }
-    }
-#endif
-    for (; i < i0 + len; ++i) {
-        const double u = w * r[i], v = m ? w * m[i] : 0;
-        SCALAR_GRAD(g + 2 * i, p + 2 * (i ^ x), u, v)
-    }
-}
+DEF_PAIR_GRADS(f32, float)
+DEF_PAIR_GRADS(f64, double)
 
 /* The gradient of the above for a real upstream gradient w (B, n_obs). Pair groups: with
  * u = Σ_o w[b, o] re[k, o] and v = Σ_o w[b, o] im[k, o], grad[i] += (u + i v) psi[j] and

@@ -159,3 +159,26 @@ def test_permutation_gates_on_the_last_wires_take_the_native_kernel(gate, wires,
     assert calls
     perm = tuple(int(p) for p in g.perm_fn(len(wires)))
     np.testing.assert_array_equal(_np(out), _permuted_np(_np(psi), perm, wires, n))
+
+
+@pytest.mark.parametrize("n", [12, 13])
+def test_block_diagonal_kernel_against_numpy(n, dtype):
+    """A shared diagonal on any wires (last bits, mixed, far apart) against the dense NumPy oracle;
+    the gates that are diagonals take it where no graph is recorded."""
+    rng = np.random.default_rng(n + 7)
+    psi = tql.random_state(n, 2, dtype=dtype, generator=torch.Generator().manual_seed(n))
+    cases = [(n - 1,), (0,), (n - 2, n - 1), (0, n - 1), (3, n - 1, 0), (n // 2, n - 3)]
+    cases += [tuple(sorted(int(w) for w in rng.choice(n, size=int(rng.integers(1, 5)), replace=False)))
+              for _ in range(8)]
+    for wires in cases:
+        d = np.exp(1j * rng.uniform(0, 2 * np.pi, 2 ** len(wires)))
+        got = native.apply_diagonal(psi, torch.as_tensor(d, dtype=dtype), wires, n)
+        assert got is not None, native.status()
+        want = oracle.apply_dense(_np(psi), np.diag(d), list(wires), n)
+        np.testing.assert_allclose(_np(got), want, atol=1e-5 if dtype == torch.complex64 else 1e-12)
+    theta = torch.tensor(0.7, dtype=torch.float32 if dtype == torch.complex64 else torch.float64)
+    with torch.no_grad():
+        out = G.RZZ.apply(psi, (theta,), (n - 1, 0), n)
+    m = G.RZZ.matrix((theta,), dtype=torch.complex128).numpy()
+    np.testing.assert_allclose(_np(out), oracle.apply_dense(_np(psi), m, [n - 1, 0], n),
+                               atol=1e-5 if dtype == torch.complex64 else 1e-12)

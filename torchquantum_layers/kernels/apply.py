@@ -201,6 +201,11 @@ def apply_diagonal_unchecked(state, diag, wires, n):
     if sw != wires:
         diag = reorder_vector(diag, perm)
     batched = diag.dim() == 2
+    if not batched:
+        # one pass in line blocks (torch's broadcast multiply on far-apart wires: 5-16 clone-times)
+        fast = native.apply_diagonal(state, diag, sw, n)
+        if fast is not None:
+            return fast
     state = _broadcast_batch(state, diag, batched)
     B = state.shape[0]
     if sw[-1] - sw[0] + 1 == len(sw):

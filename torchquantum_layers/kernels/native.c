@@ -384,23 +384,35 @@ typedef struct { int64_t re, im; } tql_pair16;
         } \
         i = ((i | fixed) + 1) & ~fixed; \
     }
-void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t batch, int64_t n, int64_t b,
-                        int64_t maskH, int64_t KH, const int64_t *restrict dstoff, const int64_t *restrict srcoff,
-                        int64_t esize, int nthreads) {
-    const int64_t N = (int64_t)1 << n, W = (int64_t)1 << b, fixed = maskH | (W - 1);
+/* The line blocks of one sample: `outer` of them, the c-th starting at spread(c) (c's bits placed on
+ * the positions outside `fixed`); worked in chunks of 1024 blocks, (sample, chunk) in parallel. */
+static int64_t block_count(int64_t n, int64_t fixed) {
     int64_t free_bits = 0;
     for (int64_t pos = 0; pos < n; ++pos) free_bits += !((fixed >> pos) & 1);
-    const int64_t outer = (int64_t)1 << free_bits, chunk = 1024, chunks = (outer + chunk - 1) / chunk;
-    #pragma omp parallel for schedule(static) num_threads(nthreads) if(batch * N >= 16384)
-    for (int64_t t = 0; t < batch * chunks; ++t) {
-        const int64_t bt = t / chunks, c0 = (t % chunks) * chunk;
-        const int64_t c1 = c0 + chunk < outer ? c0 + chunk : outer;
-        int64_t i = 0;
-        for (int64_t bit = 0, pos = 0; pos < n; ++pos) {
-            if ((fixed >> pos) & 1) continue;
-            i |= ((c0 >> bit) & 1) << pos;
-            ++bit;
-        }
+    return (int64_t)1 << free_bits;
+}
+static int64_t spread(int64_t c, int64_t fixed, int64_t n) {
+    int64_t i = 0;
+    for (int64_t bit = 0, pos = 0; pos < n; ++pos) {
+        if ((fixed >> pos) & 1) continue;
+        i |= ((c >> bit) & 1) << pos;
+        ++bit;
+    }
+    return i;
+}
+#define BLOCK_CHUNKS(...) { \
+    const int64_t N = (int64_t)1 << n, W = (int64_t)1 << b, fixed = maskH | (W - 1); \
+    const int64_t outer = block_count(n, fixed), chunk = 1024, chunks = (outer + chunk - 1) / chunk; \
+    _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(batch * N >= 16384)") \
+    for (int64_t t = 0; t < batch * chunks; ++t) { \
+        const int64_t bt = t / chunks, c0 = (t % chunks) * chunk; \
+        const int64_t c1 = c0 + chunk < outer ? c0 + chunk : outer; \
+        int64_t i = spread(c0, fixed, n); \
+        __VA_ARGS__ \
+    } }
+void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t batch, int64_t n, int64_t b,
+                        int64_t maskH, int64_t KH, const int64_t *restrict dstoff, const int64_t *restrict srcoff,
+                        int64_t esize, int nthreads) BLOCK_CHUNKS(
         const char *sb = in + bt * N * esize;
         char *db = out + bt * N * esize;
         if (esize == 8 && W == 8 && KH == 1) {
@@ -424,5 +436,26 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
         else if (esize == 16 && W == 4) { BLOCK_LOOP(tql_pair16, 4) }
         else if (esize == 8) { BLOCK_LOOP(int64_t, W) }
         else { BLOCK_LOOP(tql_pair16, W) }
-    }
-}
+)
+
+/* A diagonal on k wires in the same line blocks: out[j] = dl[jh][lane] in[j] at j = i + dstoff[jh]
+ * + lane (dl: the diagonal entry of each lane's local state, complex, KH x W; W = WW, the lanes of
+ * one 64-byte line, which native.py always uses). */
+#define DEF_DIAG_BLOCKS(NAME, T, WW) \
+void NAME(const T *restrict in, T *restrict out, int64_t batch, int64_t n, int64_t b, int64_t maskH, \
+          int64_t KH, const int64_t *restrict dstoff, const T *restrict dl, int nthreads) BLOCK_CHUNKS( \
+    const T *restrict src = in + 2 * bt * N; \
+    T *restrict dst = out + 2 * bt * N; \
+    for (int64_t c = c0; c < c1; ++c) { \
+        for (int64_t jh = 0; jh < KH; ++jh) { \
+            const T *restrict x = src + 2 * (i + dstoff[jh]), *restrict m = dl + 2 * WW * jh; \
+            T *restrict y = dst + 2 * (i + dstoff[jh]); \
+            _Pragma("omp simd") for (int64_t l = 0; l < WW; ++l) { \
+                y[2 * l] = m[2 * l] * x[2 * l] - m[2 * l + 1] * x[2 * l + 1]; \
+                y[2 * l + 1] = m[2 * l] * x[2 * l + 1] + m[2 * l + 1] * x[2 * l]; \
+            } \
+        } \
+        i = ((i | fixed) + 1) & ~fixed; \
+    } )
+DEF_DIAG_BLOCKS(tql_diag_blocks_c64, float, 8)
+DEF_DIAG_BLOCKS(tql_diag_blocks_c128, double, 4)

@@ -85,6 +85,9 @@ def _load():
     lib.tql_permute.restype = None
     lib.tql_permute_blocks.argtypes = [vp, vp, i64, i64, i64, i64, i64, vp, vp, i64, cint]
     lib.tql_permute_blocks.restype = None
+    for name in ("tql_diag_blocks_c64", "tql_diag_blocks_c128"):
+        getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, i64, i64, vp, vp, cint]
+        getattr(lib, name).restype = None
     for name in ("tql_expval_pairs_c64", "tql_expval_pairs_c128"):
         getattr(lib, name).argtypes = [vp, i64, i64, i64, vp, vp, vp, vp, vp, i64, vp, cint]
         getattr(lib, name).restype = None
@@ -176,29 +179,52 @@ def permute_local(state: torch.Tensor, perm, wires, n: int):
     return out
 
 
+def apply_diagonal(state: torch.Tensor, diag: torch.Tensor, wires, n: int):
+    """A shared diagonal ``(2^k,)`` on sorted ``wires`` in one pass of line blocks (see
+    :func:`permute_local`), or None where not usable (per-sample diagonals included)."""
+    if diag.dim() != 1 or not _usable(state, diag) or diag.dtype != state.dtype:
+        return None
+    b = line_bits(state)
+    if n < b:
+        return None
+    maskH, dstoff, local = _block_locals(tuple(wires), n, b)
+    lanes = diag[local].contiguous()
+    out = torch.empty_like(state)
+    fn = library().tql_diag_blocks_c64 if state.dtype == torch.complex64 else library().tql_diag_blocks_c128
+    fn(state.data_ptr(), out.data_ptr(), state.shape[0], n, b, maskH, dstoff.numel(), dstoff.data_ptr(),
+       lanes.data_ptr(), torch.get_num_threads())
+    return out
+
+
 @functools.lru_cache(maxsize=256)
-def _block_offsets(perm: tuple, wires: tuple, n: int, b: int):
-    """(maskH, dstoff (KH,), srcoff (KH, 2^b)) of :func:`permute_local`: wires whose bit lies in
-    the low b bits of the index act inside a block (their bits come from the lane), the others
-    (high) pick the block."""
+def _block_locals(wires: tuple, n: int, b: int):
+    """(maskH, dstoff (KH,), local (KH, 2^b)) of the line blocks: wires whose bit lies in the low b
+    bits of the index act inside a block (their bits come from the lane), the others (high) pick
+    the block; local[jh, lane] is the lane's local state of ``wires`` (wires[0]: its top bit)."""
     k = len(wires)
     bit = [1 << (n - 1 - w) for w in wires]
     high = [j for j in range(k) if bit[j] >= 1 << b]
-    low_mask = sum(bit[j] for j in range(k) if bit[j] < 1 << b)
     maskH = sum(bit[j] for j in high)
-    dstoff, srcoff = [], []
+    dstoff, local = [], []
     for jh in range(2 ** len(high)):
         hbits = {j: (jh >> (len(high) - 1 - h)) & 1 for h, j in enumerate(high)}
         dstoff.append(sum(bit[j] for j in high if hbits[j]))
-        for lane in range(2 ** b):
-            # the local state of this destination amplitude, its source and where that lies
-            local = sum(1 << (k - 1 - j) for j in range(k)
-                        if (hbits[j] if j in hbits else (lane & bit[j]) != 0))
-            src = perm[local]
-            where = sum(bit[j] for j in range(k) if (src >> (k - 1 - j)) & 1)
-            srcoff.append(where + (lane & ~low_mask))
-    return (maskH, torch.tensor(dstoff, dtype=torch.int64),
-            torch.tensor(srcoff, dtype=torch.int64))
+        local.append([sum(1 << (k - 1 - j) for j in range(k)
+                          if (hbits[j] if j in hbits else (lane & bit[j]) != 0)) for lane in range(2 ** b)])
+    return maskH, torch.tensor(dstoff, dtype=torch.int64), torch.tensor(local, dtype=torch.int64)
+
+
+@functools.lru_cache(maxsize=256)
+def _block_offsets(perm: tuple, wires: tuple, n: int, b: int):
+    """(maskH, dstoff, srcoff (KH, 2^b)) of :func:`permute_local`: where each lane's source
+    amplitude lies relative to the block's base."""
+    maskH, dstoff, local = _block_locals(wires, n, b)
+    k = len(wires)
+    bit = [1 << (n - 1 - w) for w in wires]
+    low_mask = sum(x for x in bit if x < 1 << b)
+    place = [sum(bit[j] for j in range(k) if (s >> (k - 1 - j)) & 1) for s in range(2 ** k)]
+    srcoff = [[place[perm[j]] + (lane & ~low_mask) for lane, j in enumerate(row)] for row in local.tolist()]
+    return maskH, dstoff, torch.tensor(srcoff, dtype=torch.int64)
 
 
 def pairs_usable(state: torch.Tensor) -> bool:

@@ -113,29 +113,8 @@ def _as_params(params, dtype, device):
 
 # ---------------------------------------------------------------------------------------------
 # helpers to write matrices batched in their parameters
-def _cplx(x: torch.Tensor, dtype) -> torch.Tensor:
-    return x.to(dtype)
-
-
 def _expi(x: torch.Tensor, dtype) -> torch.Tensor:
     return torch.polar(torch.ones_like(x), x).to(dtype)
-
-
-def _from_rows(rows, dtype, device):
-    """Stack a nested list of scalars / tensors into (..., d, d)."""
-    shape = torch.Size()
-    for row in rows:
-        for v in row:
-            if isinstance(v, torch.Tensor):
-                shape = torch.broadcast_shapes(shape, v.shape)
-    flat = []
-    for row in rows:
-        for v in row:
-            if not isinstance(v, torch.Tensor):
-                v = torch.full(shape, complex(v), dtype=dtype, device=device)
-            flat.append(v.to(dtype).expand(shape))
-    d = len(rows)
-    return torch.stack(flat, dim=-1).reshape(*shape, d, d)
 
 
 def _const(values):
@@ -188,7 +167,7 @@ def _kron_np(*ms):
 # ---------------------------------------------------------------------------------------------
 # matrix functions of the parametrised gates
 def _m2(a, b, c, d):
-    """(..., 2, 2) from four equally shaped complex tensors (cheaper than _from_rows)."""
+    """(..., 2, 2) from four equally shaped complex tensors."""
     return torch.stack([a, b, c, d], dim=-1).unflatten(-1, (2, 2))
 
 

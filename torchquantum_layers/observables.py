@@ -1159,7 +1159,7 @@ class _NativePairs(torch.autograd.Function):
 
 class _Group:
     __slots__ = ("x", "xb", "entries", "shape", "pdim", "half_shape", "flip_dims", "table", "cost",
-                 "rot", "tables", "layouts", "native")
+                 "rot", "tables", "layouts", "native", "pivot_bit")
 
 
 class _ExpvalPlan:
@@ -1206,6 +1206,7 @@ class _ExpvalPlan:
                 support |= z
             g.cost = len(entries) * 2 ** _popcount(support)
             g.tables, g.native = {}, None
+            g.pivot_bit = n - x.bit_length()      # index bit of the pivot (the last wire of x)
             g.layouts = {r: _layout(x, n, r) for r in {0, g.rot}}
             # autograd path: natural order, pivot = last wire of x, torch.flip on the view
             p = x.bit_length() - 1
@@ -1249,11 +1250,14 @@ class _ExpvalPlan:
         """Real (2K, n_obs) table over the pivot-0 half in layout r: rows 2 Re D, -2 Im D
         interleaved, so that Re Σ w D is one real GEMV on view_as_real(w) (real BLAS is several
         times faster than complex GEMV here)."""
-        lay = g.layouts[r]
-        wires = [w for w in lay.order if w != lay.pivot]
-        d = _table(g.entries, self.n_obs, wires, self.device)          # (n_obs, K) complex128
+        d = self._diagonals(g, r)
         w = torch.stack([2 * d.real, -2 * d.imag], dim=-1)             # (n_obs, K, 2)
         return w.reshape(self.n_obs, -1).T.to(self.real).contiguous()
+
+    def _diagonals(self, g, r: int) -> torch.Tensor:
+        """The group's D over its pivot-0 half in layout r: (n_obs, K) complex128."""
+        lay = g.layouts[r]
+        return _table(g.entries, self.n_obs, [w for w in lay.order if w != lay.pivot], self.device)
 
     def table(self, g, r: int) -> torch.Tensor:
         t = g.tables.get(r)
@@ -1270,13 +1274,11 @@ class _ExpvalPlan:
         (F = D on the pivot-0 half, the partner's conj(D) on the other; see native.c)."""
         if g.native is not None:
             return g.native
-        lay = g.layouts[0]
-        d = _table(g.entries, self.n_obs, [w for w in lay.order if w != lay.pivot], self.device)
+        d = self._diagonals(g, 0)
         re, im = 2 * d.real, (-2 * d.imag if bool(d.imag.any()) else None)
-        pivot_bit = self.n - g.x.bit_length()
-        full = self.n_obs == 1 and self.n >= 3 and pivot_bit < _FULL_SUM_BITS[self.dtype]
+        full = self.n_obs == 1 and self.n >= 3 and g.pivot_bit < _FULL_SUM_BITS[self.dtype]
         if full:
-            i, j = self._pair_indices(g)
+            i, j = self._pair_indices(g, "cpu")
             fr = torch.empty(2 ** self.n, dtype=torch.float64)
             fr[i] = fr[j] = re[0] / 2
             re = fr[None]
@@ -1289,11 +1291,11 @@ class _ExpvalPlan:
             g.native = tables
         return tables
 
-    def _pair_indices(self, g):
-        """i (pivot bit 0, in k order) and j = i ^ x of a group, as index tensors."""
-        k = torch.arange(2 ** (self.n - 1))
-        s = self.n - g.x.bit_length()
-        i = k + (k & ~((1 << s) - 1))
+    def _pair_indices(self, g, device):
+        """i over the group's pivot-0 half (k with a 0 inserted at the pivot bit, in k order) and
+        its partner j = i ^ x, as index tensors."""
+        k = torch.arange(2 ** (self.n - 1), device=device)
+        i = k + (k & ~((1 << g.pivot_bit) - 1))
         return i, i ^ g.xb
 
     def _stacked(self):
@@ -1302,15 +1304,11 @@ class _ExpvalPlan:
         stacked to (ΣG·2K, n_obs). Two gathers, one product and one GEMM per call, whatever the
         number of X masks (one set per pivot class cost ~4 calls per class)."""
         if self._stack is None:
-            n, K = self.n, 2 ** (self.n - 1)
-            k = torch.arange(K, device=self.device)
             zeros, flips, tables = [], [], []
             for g in sorted(self.groups, key=lambda g: g.x.bit_length()):
-                p = g.x.bit_length() - 1
-                hi, lo = k >> (n - 1 - p), k & ((1 << (n - 1 - p)) - 1)
-                j0 = (hi << (n - p)) | lo
-                zeros.append(j0)
-                flips.append(j0 ^ g.xb)
+                i, j = self._pair_indices(g, self.device)
+                zeros.append(i)
+                flips.append(j)
                 tables.append(self.table(g, 0))
             self._stack = (torch.cat(zeros), torch.cat(flips), torch.cat(tables, 0))
         return self._stack
@@ -1320,14 +1318,14 @@ class _ExpvalPlan:
         return G > 1 and G * N // 2 <= _GATHER_MAX_TABLE and batch * G * N // 2 <= _GATHER_MAX_WORK
 
     def native_spec(self):
-        """(xb, pbit, tabs) of every group for the native kernel, and the tables they point at.
-        Cached when every table is; tables past the cache cap are rebuilt per call, as on the
-        other paths."""
+        """(xb, pbit, full, re, im) of every group for the native kernel (see
+        :func:`native.expval_pairs`), and the tables they point at. Cached when every table is;
+        tables past the cache cap are rebuilt per call, as on the other paths."""
         if self._native is not None:
             return self._native
         tables = [self.native_tables(g) for g in self.groups]
         xb = torch.tensor([g.xb for g in self.groups], dtype=torch.int64)
-        pbit = torch.tensor([self.n - g.x.bit_length() for g in self.groups], dtype=torch.int64)
+        pbit = torch.tensor([g.pivot_bit for g in self.groups], dtype=torch.int64)
         full = torch.tensor([f for _, _, f in tables], dtype=torch.int64)
         tre = torch.tensor([re.data_ptr() for re, _, _ in tables], dtype=torch.int64)
         tim = torch.tensor([0 if im is None else im.data_ptr() for _, im, _ in tables], dtype=torch.int64)
@@ -1835,11 +1833,11 @@ def apply_hamiltonian(state: torch.Tensor, H, method: str = "auto") -> torch.Ten
     state, n, squeeze = _prepare_state(state, "apply_hamiltonian")
     h = _as_observable(H, "apply_hamiltonian")
     _check_fits(h, n, "apply_hamiltonian")
-    if method == "native":
-        if not (native.pairs_usable(state) and h.is_hermitian):
-            raise ValueError("apply_hamiltonian: method='native' needs a Hermitian H and a contiguous complex CPU "
-                             f"state (native library: {native.status()})")
-    if method == "native" or (method == "auto" and native.pairs_usable(state) and h.is_hermitian):
+    native_ok = native.pairs_usable(state) and h.is_hermitian
+    if method == "native" and not native_ok:
+        raise ValueError("apply_hamiltonian: method='native' needs a Hermitian H and a contiguous complex CPU "
+                         f"state (native library: {native.status()})")
+    if method == "native" or (method == "auto" and native_ok):
         out = _NativeApply.apply(state, h.compile(n, state.dtype, state.device, "expval"))
     else:
         out = h.compile(n, state.dtype, state.device, "apply")(state, method)

@@ -115,10 +115,13 @@ def status() -> str:
 _NATIVE_DTYPES = (torch.complex64, torch.complex128)
 
 
+def _plain_cpu_state(state: torch.Tensor) -> bool:
+    """What every kernel here reads: a contiguous, unconjugated complex CPU tensor."""
+    return state.is_cpu and state.dtype in _NATIVE_DTYPES and state.is_contiguous() and not state.is_conj()
+
+
 def _usable(state: torch.Tensor, *operands) -> bool:
-    if not state.is_cpu or state.dtype not in _NATIVE_DTYPES:
-        return False
-    if state.numel() < MIN_AMPLITUDES or not state.is_contiguous() or state.is_conj():
+    if not _plain_cpu_state(state) or state.numel() < MIN_AMPLITUDES:
         return False
     if torch.is_grad_enabled() and (state.requires_grad or any(o.requires_grad for o in operands)):
         return False        # autograd records the torch kernels' graph instead
@@ -229,8 +232,7 @@ def _block_offsets(perm: tuple, wires: tuple, n: int, b: int):
 
 def pairs_usable(state: torch.Tensor) -> bool:
     """Whether :func:`expval_pairs` runs on this state (any size: one call does every group)."""
-    return (state.device.type == "cpu" and state.dtype in (torch.complex64, torch.complex128)
-            and state.is_contiguous() and not state.is_conj() and library() is not None)
+    return _plain_cpu_state(state) and library() is not None
 
 
 def expval_pairs(state: torch.Tensor, groups, n_obs: int) -> torch.Tensor:

@@ -86,13 +86,15 @@ def bench(name, h, batch, dtype, rounds):
     state = tql.random_state(n, batch, generator=torch.Generator().manual_seed(0), dtype=dtype)
     masks = h.num_x_masks
     plan = h.compile(n, dtype, "cpu")
-    gather_ok = plan.use_gather(batch)
-    path = "native" if native.pairs_usable(state) else ("gather" if gather_ok else "loop")
+    torch_path = "gather" if plan.use_gather(batch) else "loop"       # auto's pick without the C kernel
+    if native.pairs_usable(state):
+        path, other = "native", torch_path
+    elif torch_path == "gather":
+        path, other = "gather", "loop"
+    else:       # the gather's index for every mask only while it stays small
+        path, other = "loop", "gather" if len(plan.groups) * 2 ** n <= 2 ** 22 else None
     with torch.no_grad():
         ratio, t, tc = paired(lambda: expectation(state, h), state, rounds)
-        # the torch route auto would take without the native kernel (or the other one, if that is it)
-        other = ("gather" if gather_ok else "loop") if path == "native" else ("loop" if gather_ok else (
-            "gather" if len(plan.groups) * 2 ** n <= 2 ** 22 else None))
         r_other = paired(lambda: expectation(state, h, method=other), state, rounds)[0] if other else None
         r_apply = paired(lambda: apply_hamiltonian(state, h), state, rounds)[0]
     return {

@@ -71,8 +71,8 @@ def shared_block_matrices(plan, tables) -> dict:
     return out
 
 
-def _grid_matrix(step, tables):
-    batched, idx, W, P = step.grid
+def _grid_matrix(grid_spec, tables, kron_wires):
+    batched, idx, W, P = grid_spec
     shared_t, batched_t = tables
     if batched:
         shared_idx, batched_idx, from_batched = (t.to(batched_t.device) for t in idx)
@@ -80,7 +80,7 @@ def _grid_matrix(step, tables):
                            shared_t[shared_idx])             # (B, W, P, 2, 2)
     else:
         grid = shared_t[idx.to(shared_t.device)]              # (W, P, 2, 2)
-    return _product_and_kron(grid, W, P, kron_wires=step.kind != "prefix")
+    return _product_and_kron(grid, W, P, kron_wires=kron_wires)
 
 
 def _product_and_kron(grid, W, P, kron_wires=True):
@@ -151,8 +151,18 @@ def step_matrix(circuit, step, x, weights, tables, built=None):
     if built and id(step) in built:
         return built[id(step)]
     if step.grid is not None:
-        return _grid_matrix(step, tables)
+        return _grid_matrix(step.grid, tables, kron_wires=True)
     return _general_block_matrix(circuit, step, x, weights)
+
+
+def program_matrices(circuit, step, tables):
+    """A program's slot matrices: (shared (G, 2, 2), per sample (B, Gb, 2, 2) or None)."""
+    if step.grid is None:
+        shared = torch.zeros(0, 2, 2, dtype=circuit.dtype, device=circuit.device)
+    else:
+        shared = _grid_matrix(step.grid, tables, kron_wires=False)
+    batched = None if step.batched_grid is None else _grid_matrix(step.batched_grid, tables, kron_wires=False)
+    return shared, batched
 
 
 def prefix_state(circuit, step, x, tables):
@@ -163,7 +173,7 @@ def prefix_state(circuit, step, x, tables):
     zero = torch.zeros(2, dtype=dtype, device=device)
     zero[0] = 1
     if step.ops:
-        per_wire = _grid_matrix(step, tables)[..., 0]        # (W, 2) or (B, W, 2): columns U|0⟩
+        per_wire = _grid_matrix(step.grid, tables, kron_wires=False)[..., 0]        # (W, 2) or (B, W, 2): columns U|0⟩
         if per_wire.dim() == 2:
             per_wire = per_wire[None]
     slot = {w: i for i, w in enumerate(step.wires)}

@@ -15,16 +15,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import groupby
 
 import torch
 
-from .block_matrices import prefix_state, shared_block_matrices, single_wire_tables, step_matrix
+from .block_matrices import prefix_state, program_matrices, shared_block_matrices, single_wire_tables, step_matrix
 from .kernels.apply import apply_matrix_unchecked, apply_permutation_unchecked, permute_span, reorder_matrix
 from .kernels.layout import relayout, rotate
+from .kernels import program as programs
 
 # Measured on the 2-core CPU (benchmarks/kernels.py, benchmarks/layers.py): see RESULTS.md.
 DEFAULT_MAX_FUSED_WIRES = 4
 MAX_PERMUTATION_SPAN = 20
+# Off: every circuit takes the fused-block engine (the tests run both; see uses_programs).
+USE_PROGRAMS = True
+# a run of fewer programmable ops joins the fused blocks around it instead
+_MIN_PROGRAM_OPS = 2
 
 
 @dataclass
@@ -40,6 +46,9 @@ class Step:
     position: dict = None     # logical wire -> physical position under ``order``
     mode: str = "in-place"
     target: tuple = None      # "relayout" steps: the order after
+    slots: list = None        # "program" steps: (wire, [single-wire ops], per sample) per matrix slot
+    batched_grid: object = None   # "program" steps: the grid of the per-sample slots
+    program: object = None    # "program" steps: the kernels.program.Program
 
 
 @dataclass
@@ -68,22 +77,39 @@ def _angle_kind(a):
     return "param" if isinstance(a, Param) else "input" if isinstance(a, Input) else "fixed"
 
 
-def build_plan(circuit, fuse=None, max_fused_wires=None, layout=False, zero_start=False) -> Plan:
+def uses_programs(circuit, fuse=None) -> bool:
+    """Whether the state-vector engine runs ``circuit`` as local programs (kernels.program): on
+    the CPU, with the native library, for registers whose rows fit in cache."""
+    fuse = circuit.fuse if fuse is None else fuse
+    return USE_PROGRAMS and fuse and programs.usable(circuit.n_wires, circuit.dtype, circuit.device)
+
+
+def build_plan(circuit, fuse=None, max_fused_wires=None, layout=False, zero_start=False,
+               local_programs=False) -> Plan:
     """The fused steps of ``circuit``. ``layout=True`` (the state-vector engine): dense blocks
     at either end of the register rotate it (see kernels.layout) and every step records the
     physical wire order it meets; other walkers (the density-matrix one) take the canonical plan.
     ``zero_start``: the circuit starts from |0…0⟩, so the single-wire gates before each wire's
-    first multi-wire gate form a product state, built directly (a ``"prefix"`` step)."""
+    first multi-wire gate form a product state, built directly (a ``"prefix"`` step).
+    ``local_programs``: runs of single-wire gates and permutations become ``"program"`` steps
+    (see :func:`uses_programs`); the other ops are fused into blocks in canonical order."""
     fuse = circuit.fuse if fuse is None else fuse
     k = max_fused_wires or circuit.max_fused_wires or DEFAULT_MAX_FUSED_WIRES
-    key = (fuse, k, layout, zero_start)
+    local_programs = local_programs and fuse
+    key = (fuse, k, layout, zero_start, local_programs)
     if circuit._plan_cache is None or circuit._plan_cache.get("n_ops") != len(circuit.ops):
         circuit._plan_cache = {"n_ops": len(circuit.ops)}
     cache = circuit._plan_cache
     if key not in cache:
-        prefix, ops = _product_prefix(circuit.ops) if zero_start else ([], circuit.ops)
-        steps = _fuse(ops, k) if fuse else [Step("single", op.wires, [op]) for op in ops]
-        if layout:
+        # a program applies its leading gates in cache anyway: from |0…0⟩ it starts from that
+        # state (an empty prefix step), not from a product state built in torch
+        product_start = zero_start and not local_programs
+        prefix, ops = _product_prefix(circuit.ops) if product_start else ([], circuit.ops)
+        if local_programs:
+            steps = _program_fuse(ops, k, circuit.n_wires)
+        else:
+            steps = _fuse(ops, k) if fuse else [Step("single", op.wires, [op]) for op in ops]
+        if layout and not local_programs:
             steps = _assign_layouts(steps, circuit.n_wires)
         if zero_start:
             wires = tuple(sorted({op.wires[0] for op in prefix}))
@@ -107,6 +133,67 @@ def _product_prefix(ops):
             closed.update(op.wires)
             rest.append(op)
     return prefix, rest
+
+
+def _reads_input(op):
+    return any(_angle_kind(a) == "input" for a in op.angles)
+
+
+def _programmable(op):
+    return _tabulated(op) or (op.gate.kind == "permutation" and not op.gate.takes_data)
+
+
+def _program_fuse(ops, k, n):
+    """Maximal runs of programmable ops become programs, the ops between them fused blocks."""
+    steps, others = [], []
+    for programmable, run in groupby(ops, key=_programmable):
+        run = list(run)
+        if programmable and len(run) >= _MIN_PROGRAM_OPS:
+            steps.extend(_fuse(others, k))
+            others = []
+            steps.append(_program_step(run, n))
+        else:
+            others.extend(run)
+    return steps + _fuse(others, k)
+
+
+def _program_step(ops, n):
+    """One program: each wire's single-wire ops multiply into one slot matrix until a permutation
+    touches the wire; consecutive permutations merge into one index table. A wire's pending ops
+    go before the open run of permutations unless one of them touched that wire."""
+    entries, pending, slots = [], {}, []
+    run, run_wires = [], set()
+
+    def close_run():
+        if run:
+            signature = tuple((tuple(op.gate.perm_fn(len(op.wires))), tuple(op.wires), op.adjoint) for op in run)
+            entries.append(("perm", _merged_permutation(signature, n, "cpu", False)))
+            run.clear()
+            run_wires.clear()
+
+    def emit(w):
+        # a slot's ops all share or all read inputs: shared matrices stay (G, 2, 2)
+        for per_sample, run_ops in groupby(pending.pop(w), key=_reads_input):
+            entries.append(("gate", w, per_sample))
+            slots.append((w, list(run_ops), per_sample))
+
+    for op in ops:
+        if _tabulated(op):
+            pending.setdefault(op.wires[0], []).append(op)
+            continue
+        for w in op.wires:
+            if w in pending:
+                if w in run_wires:
+                    close_run()
+                emit(w)
+        run.append(op)
+        run_wires.update(op.wires)
+    close_run()
+    for w in sorted(pending):
+        emit(w)
+    step = Step("program", tuple(range(n)), list(ops), slots=slots)
+    step.program = programs.Program.build(n, entries)
+    return step
 
 
 # A rotating block reads the rest of the register as (d, X) matrices: below this X the GEMMs are
@@ -186,14 +273,45 @@ def _fuse(ops, k):
     return blocks
 
 
+def _slot_sequences(step):
+    """(shared-or-mixed slots, per-sample slots): the single-wire ops of each matrix slot of a
+    step built from the table (per wire of a block of single-wire ops; per slot of a program,
+    whose per-sample slots form a second grid), or None for other steps."""
+    if step.kind == "program":
+        return ([ops for _, ops, per_sample in step.slots if not per_sample],
+                [ops for _, ops, per_sample in step.slots if per_sample])
+    if step.kind not in ("dense", "prefix") or not all(_tabulated(op) for op in step.ops):
+        return None
+    return [[op for op in step.ops if op.wires[0] == w] for w in step.wires], []
+
+
+def _grid(seqs, where, groups, offset, n_shared, n_batched):
+    """The table indices of slots' op sequences: (per_sample, index, W, P), or None for no ops.
+    The last entry of each table is the identity, padding shorter sequences."""
+    if not any(seqs):
+        return None
+    identity = n_shared + n_batched
+    rows = [[offset[id(groups[where[id(op)][0]])] + where[id(op)][1] for op in seq] for seq in seqs]
+    batched_block = any(groups[where[id(op)][0]].batched for seq in seqs for op in seq)
+    P = max(len(r) for r in rows)
+    idx = torch.tensor([r + [identity] * (P - len(r)) for r in rows])
+    if batched_block:
+        # two tables: shared ops index the shared one (identity at n_shared), per-sample ops the
+        # batched one (identity at n_batched); the mask says which one a slot reads
+        from_batched = (idx >= n_shared) & (idx < identity)
+        shared_idx = torch.where(idx < n_shared, idx, n_shared)
+        batched_idx = torch.where(from_batched, idx - n_shared, n_batched)
+        return True, (shared_idx, batched_idx, from_batched), len(rows), P
+    return False, idx.clamp(max=n_shared), len(rows), P
+
+
 def _tabulate(steps) -> Plan:
     """Group the single-wire ops of single-wire blocks and index each block into the table."""
     groups: dict = {}
     where = {}
-    for step in steps:
-        if step.kind not in ("dense", "prefix") or not all(_tabulated(op) for op in step.ops):
-            continue
-        for op in step.ops:
+    slotted = [(step, seqs) for step in steps if (seqs := _slot_sequences(step)) is not None]
+    for _, seqs in slotted:
+        for op in (op for part in seqs for seq in part for op in seq):
             kinds = tuple(_angle_kind(a) for a in op.angles)
             key = (op.gate.name, op.adjoint, kinds)
             if key not in groups:
@@ -221,28 +339,9 @@ def _tabulate(steps) -> Plan:
                                       torch.tensor([a.scale for a in specs], dtype=torch.float64)))
             else:
                 g.angle_index.append(("fixed", torch.tensor(specs, dtype=torch.float64)))
-    identity = n_shared + n_batched
-    for step in steps:
-        if step.kind not in ("dense", "prefix") or not step.ops or id(step.ops[0]) not in where:
-            continue
-        seqs = {w: [] for w in step.wires}
-        batched_block = False
-        for op in step.ops:
-            key, i = where[id(op)]
-            g = groups[key]
-            seqs[op.wires[0]].append(offset[id(g)] + i)
-            batched_block |= g.batched
-        P = max(len(s) for s in seqs.values())
-        idx = torch.tensor([s + [identity] * (P - len(s)) for s in (seqs[w] for w in step.wires)])
-        if batched_block:
-            # two tables: shared ops index the shared one (identity at n_shared), per-sample ops the
-            # batched one (identity at n_batched); the mask says which one a slot reads
-            from_batched = (idx >= n_shared) & (idx < identity)
-            shared_idx = torch.where(idx < n_shared, idx, n_shared)
-            batched_idx = torch.where(from_batched, idx - n_shared, n_batched)
-            step.grid = (True, (shared_idx, batched_idx, from_batched), len(step.wires), P)
-        else:
-            step.grid = (False, idx.clamp(max=n_shared), len(step.wires), P)
+    for step, (seqs, batched_seqs) in slotted:
+        step.grid = _grid(seqs, where, groups, offset, n_shared, n_batched)
+        step.batched_grid = _grid(batched_seqs, where, groups, offset, n_shared, n_batched)
     similar: dict = {}
     for step in steps:
         if step.kind == "dense" and step.grid is not None and not step.grid[0]:
@@ -322,7 +421,8 @@ def apply_dense_step(step, state, m, wires, n, undo=False):
 
 def run_circuit(circuit, state, x=None, weights=None, fuse=None):
     """The state after ``circuit``; ``state=None`` is |0…0⟩ (batch from ``x``, else 1)."""
-    plan = build_plan(circuit, fuse, layout=True, zero_start=state is None)
+    plan = build_plan(circuit, fuse, layout=True, zero_start=state is None,
+                      local_programs=uses_programs(circuit, fuse))
     n = circuit.n_wires
     tables = single_wire_tables(circuit, plan, x, weights)
     built = shared_block_matrices(plan, tables)
@@ -336,6 +436,8 @@ def run_circuit(circuit, state, x=None, weights=None, fuse=None):
             state = apply_perm_step(step, state, n)
         elif step.kind == "relayout":
             state = relayout(state, step.order, step.target)
+        elif step.kind == "program":
+            state = programs.run(state, *program_matrices(circuit, step, tables), step.program)
         else:
             m, wires = oriented_matrix(step, step_matrix(circuit, step, x, weights, tables, built))
             state = apply_dense_step(step, state, m, wires, n)

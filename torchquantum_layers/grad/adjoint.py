@@ -17,8 +17,10 @@ import torch
 
 from ..circuit import Input, Param
 from ..observables import diagonal_table
-from ..block_matrices import prefix_state, shared_block_matrices, single_wire_tables, step_matrix
-from ..engine import apply_dense_step, apply_perm_step, build_plan, oriented_matrix, physical_wires, run_circuit
+from ..block_matrices import prefix_state, program_matrices, shared_block_matrices, single_wire_tables, step_matrix
+from ..engine import (apply_dense_step, apply_perm_step, build_plan, oriented_matrix, physical_wires, run_circuit,
+                      uses_programs)
+from ..kernels import program as programs
 from ..kernels.layout import output_gram, relayout, rotation_gram
 from ..kernels.apply import (_level_positions, apply_diagonal_unchecked, apply_matrix_unchecked,
                              apply_two_level_unchecked)
@@ -175,7 +177,8 @@ class AdjointExpval(torch.autograd.Function):
         need_x, need_state, need_w = ctx.needs_input_grad[2], ctx.needs_input_grad[3], ctx.needs_input_grad[4]
         need_x = need_x and x is not None
         n = circuit.n_wires
-        plan = build_plan(circuit, layout=True, zero_start=ctx.state_batch is None)
+        plan = build_plan(circuit, layout=True, zero_start=ctx.state_batch is None,
+                          local_programs=uses_programs(circuit))
         w_leaf = weights.detach().requires_grad_(need_w)
         x_leaf = x.detach().requires_grad_(need_x) if x is not None else None
         with torch.no_grad():
@@ -209,6 +212,15 @@ class AdjointExpval(torch.autograd.Function):
             if step.kind == "relayout":
                 psi = relayout(psi, step.target, step.order)
                 lam = relayout(lam, step.target, step.order)
+                continue
+            if step.kind == "program":
+                with torch.enable_grad():
+                    shared, batched = program_matrices(circuit, step, tables)
+                psi, lam, gram, gram_batched = programs.sweep_back(psi, lam, shared, batched, step.program)
+                for m, gram in ((shared, gram), (batched, gram_batched)):
+                    if m is not None and m.requires_grad:
+                        mats.append(m)
+                        mat_grads.append(2 * gram)
                 continue
             if step.kind == "perm":
                 psi = apply_perm_step(step, psi, n, inverse=True)

@@ -24,7 +24,9 @@ import threading
 
 import torch
 
-_SOURCE = os.path.join(os.path.dirname(__file__), "native.c")
+_HERE = os.path.dirname(__file__)
+_SOURCES = [os.path.join(_HERE, name) for name in ("native.c", "program.c")]
+_HEADERS = [os.path.join(_HERE, "simd.h")]
 _FLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared"]
 _lock = threading.Lock()
 _state: dict = {"lib": None, "tried": False, "reason": "not loaded yet"}
@@ -50,11 +52,11 @@ def _build(path: str) -> None:
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(path))
     os.close(fd)
     try:
-        done = subprocess.run([cc, *_FLAGS, _SOURCE, "-o", tmp], capture_output=True, text=True, timeout=120)
+        done = subprocess.run([cc, *_FLAGS, *_SOURCES, "-o", tmp], capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             # a compiler without OpenMP (clang without libomp): the same kernels on one thread
             serial = [f for f in _FLAGS if f != "-fopenmp"]
-            retry = subprocess.run([cc, *serial, _SOURCE, "-o", tmp], capture_output=True, text=True, timeout=120)
+            retry = subprocess.run([cc, *serial, *_SOURCES, "-o", tmp], capture_output=True, text=True, timeout=120)
             if retry.returncode != 0:
                 raise RuntimeError(f"{cc} failed: {done.stderr.strip()[-300:]}")
         os.replace(tmp, path)       # atomic: concurrent processes never load a half-written file
@@ -66,8 +68,11 @@ def _build(path: str) -> None:
 def _load():
     if os.environ.get("TQL_NATIVE", "1") == "0":
         return None, "disabled by TQL_NATIVE=0"
-    with open(_SOURCE, "rb") as f:
-        digest = hashlib.sha256(f.read() + " ".join(_FLAGS).encode() + _cpu_key().encode()).hexdigest()[:16]
+    text = b""
+    for name in _SOURCES + _HEADERS:
+        with open(name, "rb") as f:
+            text += f.read()
+    digest = hashlib.sha256(text + " ".join(_FLAGS).encode() + _cpu_key().encode()).hexdigest()[:16]
     cache = os.environ.get("TQL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
                                                              "torchquantum_layers")
     path = os.path.join(cache, f"native-{digest}.so")
@@ -93,6 +98,13 @@ def _load():
         getattr(lib, name).restype = None
     for name in ("tql_expval_grad_c64", "tql_expval_grad_c128"):
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, vp, vp, vp, i64, vp, cint]
+        getattr(lib, name).restype = None
+    for name in ("tql_program_c64", "tql_program_c128"):
+        getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, cint]
+        getattr(lib, name).restype = None
+    for name in ("tql_program_grad_c64", "tql_program_grad_c128"):
+        getattr(lib, name).argtypes = [vp, vp, vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, i64, vp, i64, vp,
+                                       cint]
         getattr(lib, name).restype = None
     return lib, f"in use ({path})"
 
@@ -262,3 +274,48 @@ def expval_grad(state: torch.Tensor, groups, weights: torch.Tensor, out=None) ->
     fn(state.data_ptr(), grad.data_ptr(), B, N.bit_length() - 1, xb.numel(), xb.data_ptr(), pbit.data_ptr(),
        full.data_ptr(), tre.data_ptr(), tim.data_ptr(), w.shape[1], w.data_ptr(), torch.get_num_threads())
     return grad
+
+
+def _program_operands(state, shared, batched, bits):
+    """(chunks, shared (G, 2, 2), batched (B, Gb, 2, 2), reals per sample's set, log2 chunks per
+    sample) as the C kernels read them; an absent set is a dummy matrix."""
+    B, N = state.shape
+    dummy = torch.zeros(1, 2, 2, dtype=state.dtype)
+    shared = shared.resolve_conj().contiguous() if shared is not None and shared.numel() else dummy
+    if batched is None or batched.numel() == 0:
+        return B * N >> bits, shared, dummy, 0, 0
+    batched = batched.resolve_conj().contiguous()
+    return B * N >> bits, shared, batched, batched[0].numel() * 2, (N >> bits).bit_length() - 1
+
+
+def run_program(state: torch.Tensor, shared, batched, code: torch.Tensor, perms: torch.Tensor,
+                bits: int) -> torch.Tensor:
+    """The local program ``code`` (see program.c) on every chunk of 2^bits amplitudes of a plain
+    CPU state: ``shared`` (G, 2, 2) matrices, ``batched`` (B, Gb, 2, 2) ones per sample (or None)."""
+    chunks, sh, ba, stride, shift = _program_operands(state, shared, batched, bits)
+    out = torch.empty_like(state)
+    fn = library().tql_program_c64 if state.dtype == torch.complex64 else library().tql_program_c128
+    fn(state.data_ptr(), out.data_ptr(), chunks, bits, code.shape[0], code.data_ptr(), sh.data_ptr(),
+       ba.data_ptr(), stride, shift, perms.data_ptr(), torch.get_num_threads())
+    return out
+
+
+def program_grad(psi: torch.Tensor, grad: torch.Tensor, shared, batched, code: torch.Tensor,
+                 inverse_perms: torch.Tensor, bits: int, want_state: bool):
+    """The reverse sweep of :func:`run_program` from its output ``psi`` and the gradient ``grad``
+    there: (psi before the program or None, grad before it, Σ grad_after · psi_before† per shared
+    slot (G, 2, 2), the same per sample for the batched slots (B, Gb, 2, 2) or None)."""
+    chunks, sh, ba, stride, shift = _program_operands(psi, shared, batched, bits)
+    g = grad.resolve_conj().contiguous()
+    psi_in = torch.empty_like(psi) if want_state else None
+    g_in = torch.empty_like(psi)
+    n_shared = shared.shape[-3] if shared is not None else 0
+    n_own = batched.shape[-3] if batched is not None else 0
+    gram_shared = torch.zeros(max(n_shared, 1), 2, 2, dtype=torch.complex128)
+    gram_own = torch.zeros(psi.shape[0] if n_own else 1, max(n_own, 1), 2, 2, dtype=torch.complex128)
+    fn = library().tql_program_grad_c64 if psi.dtype == torch.complex64 else library().tql_program_grad_c128
+    fn(psi.data_ptr(), g.data_ptr(), psi_in.data_ptr() if want_state else None, g_in.data_ptr(), chunks, bits,
+       code.shape[0], code.data_ptr(), sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(),
+       n_shared, gram_shared.data_ptr(), n_own, gram_own.data_ptr(), torch.get_num_threads())
+    return (psi_in, g_in, gram_shared[:n_shared].to(psi.dtype),
+            gram_own.to(psi.dtype) if n_own else None)

@@ -1,0 +1,257 @@
+/* Local programs: a sequence of 2 x 2 gates and permutations run on each contiguous chunk of 2^nb
+ * amplitudes while it sits in cache, so a whole layered circuit costs one read and one write of
+ * the state instead of one pass (or one GEMM) per gate or block; the backward sweep un-computes
+ * the chunk gate by gate, the adjoint method's recipe applied inside the cache.
+ *
+ * code: (kind, a, b) int64 triples. kind 0: the 2 x 2 matrix of shared slot b on bit a (stride
+ * 2^a); kind 2: the same with the chunk's own matrix (per sample: one set of `stride` reals per
+ * 2^shift consecutive chunks); kind 1: the permutation y[j] = x[t[j]], t = perms + a (2^nb int32
+ * entries). Matrices are (2, 2) complex, interleaved (re, im). */
+#include <stdlib.h>
+#include "simd.h"
+
+/* acc (G00, G01, G10, G11 as re, im) += g[a] conj(p[b]) for one pair (a, b in {0, 1}) */
+#define GRAM_PAIR(acc, ga, gb, pa, pb) { \
+    (acc)[0] += (ga)[0] * (pa)[0] + (ga)[1] * (pa)[1]; (acc)[1] += (ga)[1] * (pa)[0] - (ga)[0] * (pa)[1]; \
+    (acc)[2] += (ga)[0] * (pb)[0] + (ga)[1] * (pb)[1]; (acc)[3] += (ga)[1] * (pb)[0] - (ga)[0] * (pb)[1]; \
+    (acc)[4] += (gb)[0] * (pa)[0] + (gb)[1] * (pa)[1]; (acc)[5] += (gb)[1] * (pa)[0] - (gb)[0] * (pa)[1]; \
+    (acc)[6] += (gb)[0] * (pb)[0] + (gb)[1] * (pb)[1]; (acc)[7] += (gb)[1] * (pb)[0] - (gb)[0] * (pb)[1]; }
+
+/* d = m^dagger */
+#define DAGGER(d, m) { (d)[0] = (m)[0]; (d)[1] = -(m)[1]; (d)[2] = (m)[4]; (d)[3] = -(m)[5]; \
+                       (d)[4] = (m)[2]; (d)[5] = -(m)[3]; (d)[6] = (m)[6]; (d)[7] = -(m)[7]; }
+
+#ifdef __AVX2__
+#define LOG_LANES_f32 2
+#define LOG_LANES_f64 1
+/* the partner of each lane for a bit inside the register */
+#define NEAR_f32(v, bit) ((bit) == 0 ? _mm256_permute_ps(v, 0x4E) : _mm256_permute2f128_ps(v, v, 1))
+#define NEAR_f64(v, bit) _mm256_permute2f128_pd(v, v, 1)
+/* (a, b) . (P, Q) per lane, with (re, im) of a and b broadcast and Ps, Qs the swapped P, Q */
+#define VMAT(SUF, a_r, a_i, b_r, b_i, P, Ps, Q, Qs) \
+    ADDSUB_##SUF(FMA_##SUF(b_r, Q, MUL_##SUF(a_r, P)), FMA_##SUF(b_i, Qs, MUL_##SUF(a_i, Ps)))
+#endif
+
+#define DEF_PROGRAM_KERNELS(SUF, T) \
+static void gate_scalar_##SUF(T *x, int64_t len, int bit, const T *m) { \
+    LOAD_M(m) \
+    const int64_t s = (int64_t)1 << bit; \
+    for (int64_t base = 0; base < len; base += 2 * s) \
+        for (int64_t r = base; r < base + s; ++r) PAIR(x + 2 * r, x + 2 * (r + s), x + 2 * r, x + 2 * (r + s)) \
+} \
+/* psi <- d psi and g <- d g (d = U^dagger: psi after the gate becomes psi before it), and */ \
+/* acc += sum of g_after[a] conj(psi_before[b]): the gate matrix's gradient */ \
+static void back_scalar_##SUF(T *x, T *g, int64_t len, int bit, const T *d, double *acc) { \
+    LOAD_M(d) \
+    const int64_t s = (int64_t)1 << bit; \
+    double sum[8] = {0}; \
+    for (int64_t base = 0; base < len; base += 2 * s) \
+        for (int64_t r = base; r < base + s; ++r) { \
+            T *pa = x + 2 * r, *pb = x + 2 * (r + s), *ga = g + 2 * r, *gb = g + 2 * (r + s); \
+            PAIR(pa, pb, pa, pb) \
+            GRAM_PAIR(sum, ga, gb, pa, pb) \
+            PAIR(ga, gb, ga, gb) \
+        } \
+    for (int k = 0; k < 8; ++k) acc[k] += sum[k]; \
+} \
+VECTOR_CODE( \
+/* stride >= LANES: the pair members fill whole registers */ \
+static void gate_wide_##SUF(T *x, int64_t len, int bit, const T *m) { \
+    const VEC_##SUF ar = SET1_##SUF(m[0]), ai = SET1_##SUF(m[1]), br = SET1_##SUF(m[2]), bi = SET1_##SUF(m[3]); \
+    const VEC_##SUF cr = SET1_##SUF(m[4]), ci = SET1_##SUF(m[5]), dr = SET1_##SUF(m[6]), di = SET1_##SUF(m[7]); \
+    const int64_t s = (int64_t)1 << bit; \
+    for (int64_t base = 0; base < len; base += 2 * s) \
+        for (int64_t r = base; r < base + s; r += LANES_##SUF) { \
+            T *p = x + 2 * r, *q = p + 2 * s; \
+            const VEC_##SUF P = LOAD_##SUF(p), Q = LOAD_##SUF(q), Ps = SWAP_##SUF(P), Qs = SWAP_##SUF(Q); \
+            STORE_##SUF(p, VMAT(SUF, ar, ai, br, bi, P, Ps, Q, Qs)); \
+            STORE_##SUF(q, VMAT(SUF, cr, ci, dr, di, P, Ps, Q, Qs)); \
+        } \
+} \
+static void back_wide_##SUF(T *x, T *g, int64_t len, int bit, const T *d, double *acc) { \
+    const VEC_##SUF ar = SET1_##SUF(d[0]), ai = SET1_##SUF(d[1]), br = SET1_##SUF(d[2]), bi = SET1_##SUF(d[3]); \
+    const VEC_##SUF cr = SET1_##SUF(d[4]), ci = SET1_##SUF(d[5]), dr = SET1_##SUF(d[6]), di = SET1_##SUF(d[7]); \
+    VEC_##SUF s00 = ZERO_##SUF(), x00 = ZERO_##SUF(), s01 = ZERO_##SUF(), x01 = ZERO_##SUF(); \
+    VEC_##SUF s10 = ZERO_##SUF(), x10 = ZERO_##SUF(), s11 = ZERO_##SUF(), x11 = ZERO_##SUF(); \
+    const int64_t s = (int64_t)1 << bit; \
+    for (int64_t base = 0; base < len; base += 2 * s) \
+        for (int64_t r = base; r < base + s; r += LANES_##SUF) { \
+            T *p = x + 2 * r, *q = p + 2 * s, *u = g + 2 * r, *v = u + 2 * s; \
+            const VEC_##SUF P = LOAD_##SUF(p), Q = LOAD_##SUF(q), Ps = SWAP_##SUF(P), Qs = SWAP_##SUF(Q); \
+            const VEC_##SUF P0 = VMAT(SUF, ar, ai, br, bi, P, Ps, Q, Qs), Q0 = VMAT(SUF, cr, ci, dr, di, P, Ps, Q, Qs); \
+            const VEC_##SUF P0s = SWAP_##SUF(P0), Q0s = SWAP_##SUF(Q0); \
+            STORE_##SUF(p, P0); STORE_##SUF(q, Q0); \
+            const VEC_##SUF U = LOAD_##SUF(u), V = LOAD_##SUF(v), Us = SWAP_##SUF(U), Vs = SWAP_##SUF(V); \
+            s00 = FMA_##SUF(U, P0, s00); x00 = FMA_##SUF(U, P0s, x00); \
+            s01 = FMA_##SUF(U, Q0, s01); x01 = FMA_##SUF(U, Q0s, x01); \
+            s10 = FMA_##SUF(V, P0, s10); x10 = FMA_##SUF(V, P0s, x10); \
+            s11 = FMA_##SUF(V, Q0, s11); x11 = FMA_##SUF(V, Q0s, x11); \
+            STORE_##SUF(u, VMAT(SUF, ar, ai, br, bi, U, Us, V, Vs)); \
+            STORE_##SUF(v, VMAT(SUF, cr, ci, dr, di, U, Us, V, Vs)); \
+        } \
+    /* Re g conj(p) sums every lane of g*p; Im = sum of (odd - even) lanes of g*swap(p) */ \
+    const VEC_##SUF sign = SIGNS_##SUF(); \
+    acc[0] += HSUM_##SUF(s00); acc[1] += HSUM_##SUF(MUL_##SUF(x00, sign)); \
+    acc[2] += HSUM_##SUF(s01); acc[3] += HSUM_##SUF(MUL_##SUF(x01, sign)); \
+    acc[4] += HSUM_##SUF(s10); acc[5] += HSUM_##SUF(MUL_##SUF(x10, sign)); \
+    acc[6] += HSUM_##SUF(s11); acc[7] += HSUM_##SUF(MUL_##SUF(x11, sign)); \
+} \
+/* a bit inside the register: lane l holds member (l >> bit) & 1 of its pair, its partner comes */ \
+/* from a lane permutation; coefs (4, 2 LANES): the own and the partner's coefficient, re and im */ \
+static void lane_coefs_##SUF(const T *m, int bit, T coefs[4][2 * LANES_##SUF]) { \
+    for (int l = 0; l < LANES_##SUF; ++l) { \
+        const int a = (l >> bit) & 1; \
+        const T *own = m + (a ? 6 : 0), *other = m + (a ? 4 : 2); \
+        for (int h = 0; h < 2; ++h) { \
+            coefs[0][2 * l + h] = own[0]; coefs[1][2 * l + h] = own[1]; \
+            coefs[2][2 * l + h] = other[0]; coefs[3][2 * l + h] = other[1]; \
+        } \
+    } \
+} \
+static void gate_narrow_##SUF(T *x, int64_t len, int bit, const T *m) { \
+    T coefs[4][2 * LANES_##SUF]; \
+    lane_coefs_##SUF(m, bit, coefs); \
+    const VEC_##SUF sr = LOAD_##SUF(coefs[0]), si = LOAD_##SUF(coefs[1]); \
+    const VEC_##SUF pr = LOAD_##SUF(coefs[2]), pi = LOAD_##SUF(coefs[3]); \
+    for (int64_t i = 0; i < len; i += LANES_##SUF) { \
+        const VEC_##SUF X = LOAD_##SUF(x + 2 * i), P = NEAR_##SUF(X, bit); \
+        STORE_##SUF(x + 2 * i, VMAT(SUF, sr, si, pr, pi, X, SWAP_##SUF(X), P, SWAP_##SUF(P))); \
+    } \
+} \
+static void back_narrow_##SUF(T *x, T *g, int64_t len, int bit, const T *d, double *acc) { \
+    T coefs[4][2 * LANES_##SUF]; \
+    lane_coefs_##SUF(d, bit, coefs); \
+    const VEC_##SUF sr = LOAD_##SUF(coefs[0]), si = LOAD_##SUF(coefs[1]); \
+    const VEC_##SUF pr = LOAD_##SUF(coefs[2]), pi = LOAD_##SUF(coefs[3]); \
+    VEC_##SUF sD = ZERO_##SUF(), sX = ZERO_##SUF(), pD = ZERO_##SUF(), pX = ZERO_##SUF(); \
+    for (int64_t i = 0; i < len; i += LANES_##SUF) { \
+        const VEC_##SUF X = LOAD_##SUF(x + 2 * i), P = NEAR_##SUF(X, bit); \
+        const VEC_##SUF X0 = VMAT(SUF, sr, si, pr, pi, X, SWAP_##SUF(X), P, SWAP_##SUF(P)); \
+        const VEC_##SUF P0 = NEAR_##SUF(X0, bit); \
+        STORE_##SUF(x + 2 * i, X0); \
+        const VEC_##SUF G = LOAD_##SUF(g + 2 * i), Gp = NEAR_##SUF(G, bit); \
+        sD = FMA_##SUF(G, X0, sD); sX = FMA_##SUF(G, SWAP_##SUF(X0), sX); \
+        pD = FMA_##SUF(G, P0, pD); pX = FMA_##SUF(G, SWAP_##SUF(P0), pX); \
+        STORE_##SUF(g + 2 * i, VMAT(SUF, sr, si, pr, pi, G, SWAP_##SUF(G), Gp, SWAP_##SUF(Gp))); \
+    } \
+    T own_d[2 * LANES_##SUF], own_x[2 * LANES_##SUF], part_d[2 * LANES_##SUF], part_x[2 * LANES_##SUF]; \
+    STORE_##SUF(own_d, sD); STORE_##SUF(own_x, sX); STORE_##SUF(part_d, pD); STORE_##SUF(part_x, pX); \
+    for (int l = 0; l < LANES_##SUF; ++l) { \
+        const int a = (l >> bit) & 1; \
+        double *self = acc + 6 * a, *cross = acc + (a ? 4 : 2);  /* G[a][a], G[a][1 - a] */ \
+        self[0] += own_d[2 * l] + own_d[2 * l + 1]; self[1] += own_x[2 * l + 1] - own_x[2 * l]; \
+        cross[0] += part_d[2 * l] + part_d[2 * l + 1]; cross[1] += part_x[2 * l + 1] - part_x[2 * l]; \
+    } \
+} \
+) \
+static void gate_##SUF(T *x, int64_t len, int bit, const T *m) { \
+    VECTOR_CODE( \
+    if (bit >= LOG_LANES_##SUF) { gate_wide_##SUF(x, len, bit, m); return; } \
+    if (len >= LANES_##SUF) { gate_narrow_##SUF(x, len, bit, m); return; } ) \
+    gate_scalar_##SUF(x, len, bit, m); \
+} \
+static void back_##SUF(T *x, T *g, int64_t len, int bit, const T *d, double *acc) { \
+    VECTOR_CODE( \
+    if (bit >= LOG_LANES_##SUF) { back_wide_##SUF(x, g, len, bit, d, acc); return; } \
+    if (len >= LANES_##SUF) { back_narrow_##SUF(x, g, len, bit, d, acc); return; } ) \
+    back_scalar_##SUF(x, g, len, bit, d, acc); \
+} \
+static void gather_##SUF(T *restrict y, const T *restrict x, const int32_t *restrict t, int64_t len) { \
+    for (int64_t j = 0; j < len; ++j) memcpy(y + 2 * j, x + 2 * (int64_t)t[j], 2 * sizeof(T)); \
+}
+#define T float
+DEF_PROGRAM_KERNELS(f32, float)
+#undef T
+#define T double
+DEF_PROGRAM_KERNELS(f64, double)
+#undef T
+
+/* out = the program applied to every chunk of in */
+#define DEF_PROGRAM(NAME, T, SUF) \
+void NAME(const T *restrict in, T *restrict out, int64_t chunks, int64_t nb, int64_t n_code, \
+          const int64_t *restrict code, const T *restrict shared, const T *restrict batched, int64_t stride, \
+          int64_t shift, const int32_t *restrict perms, int nthreads) { \
+    const int64_t len = (int64_t)1 << nb; \
+    _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
+    { \
+        T *scratch = (T *)malloc(2 * len * sizeof(T)); \
+        _Pragma("omp for schedule(static)") \
+        for (int64_t c = 0; c < chunks; ++c) { \
+            T *home = out + 2 * len * c, *cur = home, *spare = scratch; \
+            memcpy(cur, in + 2 * len * c, 2 * len * sizeof(T)); \
+            const T *own = batched + (c >> shift) * stride; \
+            for (int64_t k = 0; k < n_code; ++k) { \
+                const int64_t *op = code + 3 * k; \
+                if (op[0] == 1) { \
+                    gather_##SUF(spare, cur, perms + op[1], len); \
+                    T *t = cur; cur = spare; spare = t; \
+                } else { \
+                    gate_##SUF(cur, len, (int)op[1], (op[0] == 0 ? shared : own) + 8 * op[2]); \
+                } \
+            } \
+            if (cur != home) memcpy(home, cur, 2 * len * sizeof(T)); \
+        } \
+        free(scratch); \
+    } \
+}
+DEF_PROGRAM(tql_program_c64, float, f32)
+DEF_PROGRAM(tql_program_c128, double, f64)
+
+/* The reverse sweep of one chunk: psi (after the program) and g (the gradient there) are
+ * un-computed op by op into psi_home / g_home (what they were before the program), and each
+ * gate's sum of g_after conj(psi_before) is added to its slot's 8 doubles in acc_shared or
+ * acc_own. inv: the inverse tables. */
+#define DEF_BACK_CHUNK(SUF, T) \
+static void back_chunk_##SUF(const T *psi, const T *g, T *psi_home, T *g_home, T *spare_p, T *spare_g, \
+                             int64_t len, int64_t n_code, const int64_t *code, const T *shared, const T *own, \
+                             const int32_t *inv, double *acc_shared, double *acc_own) { \
+    T *cp = psi_home, *cg = g_home; \
+    memcpy(cp, psi, 2 * len * sizeof(T)); \
+    memcpy(cg, g, 2 * len * sizeof(T)); \
+    for (int64_t k = n_code - 1; k >= 0; --k) { \
+        const int64_t *op = code + 3 * k; \
+        if (op[0] == 1) { \
+            gather_##SUF(spare_p, cp, inv + op[1], len); \
+            gather_##SUF(spare_g, cg, inv + op[1], len); \
+            T *t = cp; cp = spare_p; spare_p = t; \
+            t = cg; cg = spare_g; spare_g = t; \
+        } else { \
+            T d[8]; \
+            DAGGER(d, (op[0] == 0 ? shared : own) + 8 * op[2]) \
+            back_##SUF(cp, cg, len, (int)op[1], d, (op[0] == 0 ? acc_shared : acc_own) + 8 * op[2]); \
+        } \
+    } \
+    if (cp != psi_home) memcpy(psi_home, cp, 2 * len * sizeof(T)); \
+    if (cg != g_home) memcpy(g_home, cg, 2 * len * sizeof(T)); \
+}
+DEF_BACK_CHUNK(f32, float)
+DEF_BACK_CHUNK(f64, double)
+
+/* psi_in (optional, may be NULL) and g_in: psi and g before the program; gram_shared: (G, 2, 2)
+ * complex doubles summed over all chunks; gram_own: (S, Gb, 2, 2), one set per sample (2^shift
+ * chunks; each sample's chunks run on one thread, so no two threads add to one set). */
+#define DEF_PROGRAM_GRAD(NAME, T, SUF) \
+void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *restrict g_in, int64_t chunks, \
+          int64_t nb, int64_t n_code, const int64_t *restrict code, const T *restrict shared, \
+          const T *restrict batched, int64_t stride, int64_t shift, const int32_t *restrict inv, \
+          int64_t n_shared, double *restrict gram_shared, int64_t n_own, double *restrict gram_own, int nthreads) { \
+    const int64_t len = (int64_t)1 << nb, per = (int64_t)1 << shift; \
+    _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
+    { \
+        T *scratch = (T *)malloc(3 * 2 * len * sizeof(T)); \
+        T *own_psi = scratch + 4 * len; \
+        double *acc = (double *)calloc((size_t)(8 * n_shared + 1), sizeof(double)); \
+        _Pragma("omp for schedule(static)") \
+        for (int64_t s = 0; s < chunks / per; ++s) \
+            for (int64_t c = s * per; c < (s + 1) * per; ++c) \
+                back_chunk_##SUF(psi + 2 * len * c, g + 2 * len * c, psi_in ? psi_in + 2 * len * c : own_psi, \
+                                 g_in + 2 * len * c, scratch, scratch + 2 * len, len, n_code, code, shared, \
+                                 batched + s * stride, inv, acc, gram_own + s * 8 * n_own); \
+        _Pragma("omp critical") \
+        for (int64_t k = 0; k < 8 * n_shared; ++k) gram_shared[k] += acc[k]; \
+        free(acc); \
+        free(scratch); \
+    } \
+}
+DEF_PROGRAM_GRAD(tql_program_grad_c64, float, f32)
+DEF_PROGRAM_GRAD(tql_program_grad_c128, double, f64)

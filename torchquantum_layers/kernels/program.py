@@ -1,0 +1,129 @@
+"""Local programs: a run of single-wire matrices and basis permutations applied row by row in cache.
+
+A layered circuit (rotations on every wire, then a ring of CNOTs) is a long sequence of 2 × 2
+matrices and permutations. Applied one by one, each costs a pass over the state; fused into
+≤ k-wire blocks, each block is a GEMM whose cost grows as 2^k per amplitude. A program keeps
+each row of the state (one sample, 2^n amplitudes) in the core's cache and runs the whole
+sequence there (program.c): one read and one write of the state, 2 complex multiply-adds per
+amplitude per gate. Its backward pass un-computes each row gate by gate (the adjoint method
+applied inside the cache), returning the input's gradient and every matrix's gradient; the
+adjoint method's λ/ψ sweep is the same call.
+
+Programs run on CPU states of complex64/complex128 through the native library; the kernel sees
+only (matrix, bit) pairs and index tables. :func:`replay` runs the same program with torch
+kernels: it is what double backward differentiates, and a reference for the tests.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from . import native
+from .apply import apply_matrix_unchecked
+
+# A row lives in cache while its program runs: the backward sweep holds four rows (ψ, g and a
+# spare of each for permutations), which must fit the 1 MiB L2 of the machines measured.
+MAX_ROW_BYTES = 2 ** 17
+
+
+@dataclass(eq=False)
+class Program:
+    """``code``: (kind, a, b) int64 rows — kind 0: shared slot matrix b on index bit a; kind 2: the
+    sample's own slot matrix b there; kind 1: the permutation ``new[j] = old[t[j]]``,
+    t = ``perms[a:a + 2^bits]`` (``inverse``: the inverse tables)."""
+    bits: int
+    n_shared: int
+    n_batched: int
+    code: torch.Tensor
+    perms: torch.Tensor
+    inverse: torch.Tensor
+
+    @classmethod
+    def build(cls, n, entries):
+        """``entries``: ("gate", wire, per_sample) or ("perm", index tensor over the 2^n basis), in
+        order; the shared and the per-sample slots are each numbered in order of appearance."""
+        code, tables, count = [], [], [0, 0]
+        for entry in entries:
+            if entry[0] == "gate":
+                per_sample = int(entry[2])
+                code.append((2 * per_sample, n - 1 - entry[1], count[per_sample]))
+                count[per_sample] += 1
+            else:
+                code.append((1, len(tables) * 2 ** n, 0))
+                tables.append(entry[1])
+        idx = torch.cat(tables) if tables else torch.zeros(1, dtype=torch.int64)
+        inverse = torch.cat([torch.argsort(t) for t in tables]) if tables else idx
+        return cls(n, count[0], count[1], torch.tensor(code, dtype=torch.int64).reshape(-1, 3),
+                   idx.to(torch.int32), inverse.to(torch.int32))
+
+
+def usable(n: int, dtype: torch.dtype, device) -> bool:
+    """Whether programs run here: a CPU state of a native dtype whose rows fit in cache."""
+    itemsize = 8 if dtype == torch.complex64 else 16
+    return (torch.device(device).type == "cpu" and dtype in (torch.complex64, torch.complex128)
+            and itemsize * 2 ** n <= MAX_ROW_BYTES and native.library() is not None)
+
+
+def replay(state, shared, batched, program: Program) -> torch.Tensor:
+    """The program by torch kernels (differentiable to any order)."""
+    n = program.bits
+    for kind, a, b in program.code.tolist():
+        if kind == 1:
+            state = state[:, program.perms[a:a + 2 ** n].long()]
+        else:
+            m = shared[b] if kind == 0 else batched[:, b]
+            state = apply_matrix_unchecked(state, m, (n - 1 - a,), n)
+    return state
+
+
+def _operands(state, batched):
+    """The state with one row per sample of ``batched``, contiguous (a broadcast or conjugate view
+    is copied by a torch op, so autograd sums the rows' gradients back)."""
+    if batched is not None and state.shape[0] != batched.shape[0]:
+        state = state.expand(batched.shape[0], -1)
+    return state.resolve_conj().contiguous()
+
+
+class _Run(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, state, shared, batched, program):
+        out = native.run_program(state, shared.detach(), None if batched is None else batched.detach(),
+                                 program.code, program.perms, program.bits)
+        ctx.program = program
+        ctx.save_for_backward(state, out, shared, batched)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        state, out, shared, batched = ctx.saved_tensors
+        needs = ctx.needs_input_grad[:3]
+        if torch.is_grad_enabled():
+            # create_graph (Hessians, gradgradcheck): differentiate the torch replay instead
+            with torch.enable_grad():
+                ins = [t for t, need in zip((state, shared, batched), needs) if need]
+                grads = iter(torch.autograd.grad(replay(state, shared, batched, ctx.program), ins, grad,
+                                                 create_graph=True, allow_unused=True))
+            return tuple(next(grads) if need else None for need in needs) + (None,)
+        _, g_in, g_shared, g_batched = native.program_grad(
+            out, grad, shared.detach(), None if batched is None else batched.detach(), ctx.program.code,
+            ctx.program.inverse, ctx.program.bits, want_state=False)
+        return g_in, g_shared if needs[1] else None, g_batched if needs[2] else None, None
+
+
+def run(state: torch.Tensor, shared: torch.Tensor, batched, program: Program) -> torch.Tensor:
+    """``program`` on every row of ``state``: shared slot matrices ``shared`` (G, 2, 2), per-sample
+    ones ``batched`` (B, Gb, 2, 2) or None; differentiable in all three."""
+    state = _operands(state, batched)
+    inputs = (state, shared) if batched is None else (state, shared, batched)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+        return _Run.apply(state, shared, batched, program)
+    return native.run_program(state, shared, batched, program.code, program.perms, program.bits)
+
+
+def sweep_back(psi, lam, shared, batched, program: Program):
+    """The adjoint method's step over a program: (ψ and λ before it, Σ λ_after ψ_before† per
+    shared slot, the same per sample for the batched slots or None) from ψ and λ after it."""
+    return native.program_grad(_operands(psi, batched), _operands(lam, batched), shared.detach(),
+                               None if batched is None else batched.detach(), program.code, program.inverse,
+                               program.bits, want_state=True)

@@ -22,3 +22,27 @@ def device(request):
 @pytest.fixture
 def atol(dtype):
     return ATOL[dtype]
+
+
+@pytest.fixture(scope="module", params=["programs", "blocks"])
+def engine_mode(request):
+    """Run a module's tests through both CPU engines: local programs (the default where the
+    native library is built) and the fused-block engine (GPU, large registers, TQL_NATIVE=0)."""
+    from torchquantum_layers import engine
+    from torchquantum_layers.kernels import native
+    if request.param == "programs" and native.library() is None:
+        pytest.fail(f"the native library is needed for the programs engine: {native.status()}")
+    old = engine.USE_PROGRAMS
+    engine.USE_PROGRAMS = request.param == "programs"
+    yield request.param
+    engine.USE_PROGRAMS = old
+
+
+@pytest.fixture(scope="module")
+def blocks_engine():
+    """The fused-block engine only (for tests of its layouts and schedules)."""
+    from torchquantum_layers import engine
+    old = engine.USE_PROGRAMS
+    engine.USE_PROGRAMS = False
+    yield
+    engine.USE_PROGRAMS = old

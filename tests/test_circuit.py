@@ -18,6 +18,8 @@ from . import oracle
 from . import strategies as S
 from .conftest import ATOL, REAL
 
+pytestmark = pytest.mark.usefixtures("engine_mode")  # both CPU engines
+
 HYP = settings(max_examples=30, deadline=None, derandomize=True,
                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 

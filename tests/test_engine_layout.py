@@ -18,6 +18,8 @@ from . import oracle
 from . import strategies as S
 from .conftest import REAL
 
+pytestmark = pytest.mark.usefixtures("blocks_engine")  # the block engine's layouts
+
 
 def _np(t):
     return t.detach().cpu().numpy()

@@ -19,6 +19,8 @@ from torchquantum_layers.observables import Hamiltonian, PauliString
 from . import oracle
 from . import strategies as S
 
+pytestmark = pytest.mark.usefixtures("engine_mode")  # both CPU engines
+
 METHODS = ["backprop", "adjoint", "parameter-shift"]
 PARAM_GATES = [g for g in G.GATES.values() if g.n_params > 0]
 

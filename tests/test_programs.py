@@ -1,0 +1,237 @@
+"""Local programs (kernels/program.c through kernels/program.py) against dense NumPy operators.
+
+Oracles: per-sample dense 2^n x 2^n matrices built from Kronecker products and permutation
+matrices (tests/oracle.py); gradients from the analytic formulas (ψ_in gradient U† g, a slot's
+gradient Σ g_after ψ_before†) evaluated with those dense matrices; torch.autograd.gradcheck.
+"""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+import torchquantum_layers as tql
+from torchquantum_layers import engine
+from torchquantum_layers.engine import build_plan
+from torchquantum_layers.kernels import program as P
+
+from . import oracle
+
+HAS_CC = any(shutil.which(c) for c in ("cc", "gcc"))
+pytestmark = pytest.mark.skipif(not HAS_CC, reason="no C compiler: programs are off "
+                                "(test_native.test_status_matches_the_machine checks the build)")
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+def _random_program(n, rng, length=9):
+    """Entries for Program.build and their dense description: ("gate", wire, per_sample) or
+    ("perm", table), at least one of each kind where n allows."""
+    entries = []
+    for i in range(length):
+        if i % 4 == 2:
+            entries.append(("perm", torch.as_tensor(rng.permutation(2 ** n))))
+        else:
+            entries.append(("gate", int(rng.integers(n)), bool(i % 3 == 0)))
+    return entries
+
+
+def _slot_matrices(entries, B, rng):
+    n_shared = sum(1 for e in entries if e[0] == "gate" and not e[2])
+    n_batched = sum(1 for e in entries if e[0] == "gate" and e[2])
+    shared = np.stack([oracle.random_unitary(2, rng) for _ in range(n_shared)]) if n_shared else np.zeros((0, 2, 2))
+    batched = np.stack([np.stack([oracle.random_unitary(2, rng) for _ in range(n_batched)]) for _ in range(B)]) \
+        if n_batched else None
+    return shared, batched
+
+
+def _dense_ops(entries, shared, batched, n, b):
+    """The program's operators for sample b, in order, as dense matrices, with the slot each
+    gate reads (("shared" | "batched", index) or None for a permutation)."""
+    out, count = [], {False: 0, True: 0}
+    for e in entries:
+        if e[0] == "perm":
+            t = e[1].numpy()
+            m = np.zeros((2 ** n, 2 ** n))
+            m[np.arange(2 ** n), t] = 1            # new[j] = old[t[j]]
+            out.append((m, None))
+        else:
+            _, wire, per_sample = e
+            i = count[per_sample]
+            count[per_sample] += 1
+            u = batched[b, i] if per_sample else shared[i]
+            out.append((oracle.full_operator(u, [wire], n), ("batched" if per_sample else "shared", i, wire)))
+    return out
+
+
+def _tensors(shared, batched, dtype):
+    sh = torch.as_tensor(shared, dtype=dtype)
+    ba = None if batched is None else torch.as_tensor(batched, dtype=dtype)
+    return sh, ba
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 6, 9])
+def test_program_matches_dense_oracle(n, dtype, atol):
+    B = 3
+    rng = np.random.default_rng(n)
+    entries = _random_program(n, rng)
+    program = P.Program.build(n, entries)
+    shared, batched = _slot_matrices(entries, B, rng)
+    psi = oracle.random_state(n, rng, batch=B)
+    out = P.run(torch.as_tensor(psi, dtype=dtype), *_tensors(shared, batched, dtype), program)
+    for b in range(B):
+        ref = psi[b]
+        for m, _ in _dense_ops(entries, shared, batched, n, b):
+            ref = m @ ref
+        np.testing.assert_allclose(_np(out[b]), ref, atol=atol)
+
+
+@pytest.mark.parametrize("n", [2, 3, 7])
+def test_program_gradients_match_the_analytic_formulas(n, dtype):
+    """L = Re Σ conj(c) ψ_out: ∂L/∂ψ_in = U† c per sample; a slot's gradient is Σ g_after ψ_before†
+    over the other wires (summed over samples for shared slots)."""
+    B = 4
+    rng = np.random.default_rng(10 + n)
+    entries = _random_program(n, rng, length=11)
+    program = P.Program.build(n, entries)
+    shared, batched = _slot_matrices(entries, B, rng)
+    psi = oracle.random_state(n, rng, batch=B)
+    c = oracle.random_state(n, rng, batch=B)
+    psi_t = torch.as_tensor(psi, dtype=dtype).requires_grad_()
+    sh, ba = (t.requires_grad_() if t is not None else None for t in _tensors(shared, batched, dtype))
+    out = P.run(psi_t, sh, ba, program)
+    (torch.as_tensor(c, dtype=dtype).conj() * out).real.sum().backward()
+
+    want_sh = np.zeros_like(shared)
+    want_ba = None if batched is None else np.zeros_like(batched)
+    for b in range(B):
+        ops = _dense_ops(entries, shared, batched, n, b)
+        states = [psi[b]]
+        for m, _ in ops:
+            states.append(m @ states[-1])
+        g = c[b]
+        for k in range(len(ops) - 1, -1, -1):
+            m, slot = ops[k]
+            if slot is not None:
+                kind, i, wire = slot
+                before = states[k].reshape(2 ** wire, 2, -1)
+                gram = np.einsum("lar,lbr->ab", g.reshape(2 ** wire, 2, -1), before.conj())
+                if kind == "shared":
+                    want_sh[i] += gram
+                else:
+                    want_ba[b, i] += gram
+            g = m.conj().T @ g
+        tol = 2e-4 if dtype == torch.complex64 else 1e-10
+        np.testing.assert_allclose(_np(psi_t.grad[b]), g, atol=tol)
+    tol = 2e-4 * B if dtype == torch.complex64 else 1e-10
+    np.testing.assert_allclose(_np(sh.grad), want_sh, atol=tol)
+    if ba is not None:
+        np.testing.assert_allclose(_np(ba.grad), want_ba, atol=tol)
+
+
+def test_adjoint_sweep_recovers_the_input_state(dtype, atol):
+    n, B = 8, 5
+    rng = np.random.default_rng(3)
+    entries = _random_program(n, rng, length=30)
+    program = P.Program.build(n, entries)
+    shared, batched = _tensors(*_slot_matrices(entries, B, rng), dtype)
+    psi = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
+    lam = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
+    out = P.run(psi, shared, batched, program)
+    lam_out = P.run(lam, shared, batched, program)
+    psi_in, lam_in, _, _ = P.sweep_back(out, lam_out, shared, batched, program)
+    np.testing.assert_allclose(_np(psi_in), _np(psi), atol=10 * atol)
+    np.testing.assert_allclose(_np(lam_in), _np(lam), atol=10 * atol)
+
+
+def test_replay_is_the_same_program(dtype, atol):
+    n, B = 5, 2
+    rng = np.random.default_rng(4)
+    entries = _random_program(n, rng, length=13)
+    program = P.Program.build(n, entries)
+    shared, batched = _tensors(*_slot_matrices(entries, B, rng), dtype)
+    psi = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
+    np.testing.assert_allclose(_np(P.replay(psi, shared, batched, program)),
+                               _np(P.run(psi, shared, batched, program)), atol=atol)
+
+
+def test_gradcheck_and_gradgradcheck_through_a_program():
+    n, B = 3, 2
+    rng = np.random.default_rng(5)
+    entries = _random_program(n, rng, length=7)
+    program = P.Program.build(n, entries)
+    shared, batched = (t.requires_grad_() for t in _tensors(*_slot_matrices(entries, B, rng), torch.complex128))
+    psi = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=torch.complex128).requires_grad_()
+
+    def f(psi, shared, batched):
+        return P.run(psi, shared, batched, program)
+    assert torch.autograd.gradcheck(f, (psi, shared, batched))
+    # double backward differentiates the torch replay of the same program
+    assert torch.autograd.gradgradcheck(f, (psi, shared, batched))
+
+
+def _layered(n, layers, dtype):
+    c = tql.Circuit(n, dtype=dtype)
+    for w in range(n):
+        c.ry(w, input=w)
+    for _ in range(layers):
+        for w in range(n):
+            c.rx(w, trainable=True)
+            c.rz(w, trainable=True)
+        for w in range(n):
+            c.cnot(w, (w + 1) % n)
+    return c
+
+
+def test_a_layered_circuit_is_one_program_with_one_table_per_ring(dtype):
+    n, layers = 5, 3
+    c = _layered(n, layers, dtype)
+    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
+    assert [s.kind for s in plan.steps] == ["prefix", "program"]
+    prog = plan.steps[1].program
+    kinds = prog.code[:, 0].tolist()
+    assert kinds.count(1) == layers                      # one merged permutation per CNOT ring
+    assert prog.n_batched == n                           # the encoding: one per-sample slot per wire
+    assert prog.n_shared == n * layers                   # RX·RZ of each wire and layer: one slot
+    assert plan.steps[0].ops == []                       # no product state built in torch
+
+
+def test_other_gates_split_programs_and_run_as_blocks(dtype, atol):
+    n = 4
+    c = tql.Circuit(n, dtype=dtype)
+    for w in range(n):
+        c.h(w)
+    c.cnot(0, 1)
+    c.crx(1, 2, trainable=True)
+    c.rz(3, trainable=True)
+    c.ry(0, 0.4)
+    c.cnot(2, 3)
+    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
+    kinds = [s.kind for s in plan.steps]
+    assert kinds[0] == "prefix" and kinds[1] == "program" and kinds[-1] == "program"
+    assert all(k not in ("program", "prefix") for k in kinds[2:-1])
+    w = _np(c.weights)
+    ops = [(op.gate.name, op.wires, [a.scale * w[a.index] if hasattr(a, "index") else float(a) for a in op.angles])
+           for op in c.ops]
+    zero = np.zeros(2 ** n)
+    zero[0] = 1
+    np.testing.assert_allclose(_np(c()[0]), oracle.run_ops(ops, n, zero[None])[0], atol=atol)
+
+
+def test_programs_run_only_where_rows_fit_in_cache():
+    assert P.usable(14, torch.complex64, "cpu") and P.usable(13, torch.complex128, "cpu")
+    assert not P.usable(15, torch.complex64, "cpu") and not P.usable(14, torch.complex128, "cpu")
+    assert not P.usable(4, torch.complex64, "cuda")
+    assert not P.usable(4, torch.float32, "cpu")
+
+
+def test_the_engine_switch_turns_programs_off(monkeypatch):
+    c = _layered(4, 1, torch.complex64)
+    assert engine.uses_programs(c)
+    monkeypatch.setattr(engine, "USE_PROGRAMS", False)
+    assert not engine.uses_programs(c)
+    assert not engine.uses_programs(tql.Circuit(4, fuse=False))

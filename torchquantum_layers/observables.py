@@ -1123,6 +1123,24 @@ class _DiagonalExpectation(torch.autograd.Function):
         return grad_r, grad_w
 
 
+class _NativeDiagonal(torch.autograd.Function):
+    """Σ_i |ψ_i|² D[o, i] by the native kernel; backward 2 ψ Σ_o g_o D[o] natively, or by torch
+    ops when a graph of the backward is asked for (Hessians)."""
+
+    @staticmethod
+    def forward(ctx, psi, table):
+        ctx.save_for_backward(psi)
+        ctx.table = table
+        return native.diagonal_expval(psi, table).to(table.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        psi, = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            return 2 * psi * (grad.to(ctx.table.dtype) @ ctx.table), None
+        return native.diagonal_expval_grad(psi, grad, ctx.table), None
+
+
 def _grad_mode(state) -> bool:
     return torch.is_grad_enabled() and state.requires_grad
 
@@ -1195,6 +1213,7 @@ class _ExpvalPlan:
             d0 = _table(diag, self.n_obs, range(n), device).real                    # (n_obs, N)
             # each weight twice (re, im rows), so Σ D |ψ|² is one GEMM on view_as_real(ψ)²
             self.w0 = d0.T.repeat_interleave(2, dim=0).to(self.real).contiguous()  # (2N, n_obs)
+            self.d0 = d0.to(self.real).contiguous()                                 # native: (n_obs, N)
         self.groups = []
         rotations = _choose_rotations(list(groups), n)
         for x, entries in groups.items():
@@ -1353,6 +1372,8 @@ class _ExpvalPlan:
         r = torch.view_as_real(psi).reshape(B, 2 * N)
         if self.w0 is None:
             E = torch.zeros(B, self.n_obs, dtype=self.real, device=psi.device)
+        elif method in ("auto", "native") and native.pairs_usable(psi):
+            E = _NativeDiagonal.apply(psi, self.d0) if grad else native.diagonal_expval(psi, self.d0).to(self.real)
         elif self.n_obs == 1 and not grad:
             E = torch.mv(r * r, self.w0[:, 0]).unsqueeze(1)
         elif grad:

@@ -99,8 +99,14 @@ def _load():
     for name in ("tql_expval_grad_c64", "tql_expval_grad_c128"):
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, vp, vp, vp, i64, vp, cint]
         getattr(lib, name).restype = None
+    for name in ("tql_diag_expval_c64", "tql_diag_expval_c128"):
+        getattr(lib, name).argtypes = [vp, i64, i64, i64, vp, vp, cint]
+        getattr(lib, name).restype = None
+    for name in ("tql_diag_expval_grad_c64", "tql_diag_expval_grad_c128"):
+        getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, cint]
+        getattr(lib, name).restype = None
     for name in ("tql_program_c64", "tql_program_c128"):
-        getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, cint]
+        getattr(lib, name).argtypes = [vp, i64, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, cint]
         getattr(lib, name).restype = None
     for name in ("tql_program_grad_c64", "tql_program_grad_c128"):
         getattr(lib, name).argtypes = [vp, vp, vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, i64, vp, i64, vp,
@@ -262,6 +268,26 @@ def expval_pairs(state: torch.Tensor, groups, n_obs: int) -> torch.Tensor:
     return out
 
 
+def diagonal_expval(state: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """Σ_i |ψ[b, i]|² table[o, i] as (B, n_obs) float64, for a real contiguous ``table`` (n_obs, N)
+    of the state's real dtype (see :func:`pairs_usable`)."""
+    B, N = state.shape
+    out = torch.empty(B, table.shape[0], dtype=torch.float64)
+    fn = library().tql_diag_expval_c64 if state.dtype == torch.complex64 else library().tql_diag_expval_c128
+    fn(state.data_ptr(), B, N, table.shape[0], table.data_ptr(), out.data_ptr(), torch.get_num_threads())
+    return out
+
+
+def diagonal_expval_grad(state: torch.Tensor, weights: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """The gradient (torch's convention) of Σ_{b,o} weights[b, o] · :func:`diagonal_expval` w.r.t. ψ."""
+    B, N = state.shape
+    w = weights.to(table.dtype).contiguous()
+    out = torch.empty_like(state)
+    fn = library().tql_diag_expval_grad_c64 if state.dtype == torch.complex64 else library().tql_diag_expval_grad_c128
+    fn(state.data_ptr(), w.data_ptr(), B, N, table.shape[0], table.data_ptr(), out.data_ptr(), torch.get_num_threads())
+    return out
+
+
 def expval_grad(state: torch.Tensor, groups, weights: torch.Tensor, out=None) -> torch.Tensor:
     """The gradient (torch's convention) of Σ_{b,o} weights[b, o] · :func:`expval_pairs` w.r.t. ψ,
     added to ``out`` when given (a contiguous tensor like ``state``)."""
@@ -291,12 +317,14 @@ def _program_operands(state, shared, batched, bits):
 def run_program(state: torch.Tensor, shared, batched, code: torch.Tensor, perms: torch.Tensor,
                 bits: int) -> torch.Tensor:
     """The local program ``code`` (see program.c) on every chunk of 2^bits amplitudes of a plain
-    CPU state: ``shared`` (G, 2, 2) matrices, ``batched`` (B, Gb, 2, 2) ones per sample (or None)."""
-    chunks, sh, ba, stride, shift = _program_operands(state, shared, batched, bits)
-    out = torch.empty_like(state)
+    CPU state: ``shared`` (G, 2, 2) matrices, ``batched`` (B, Gb, 2, 2) ones per sample (or None).
+    A state of one row with B sets of ``batched`` gives B rows (the row is read, not copied)."""
+    rows = state.shape[0] if batched is None else batched.shape[0]
+    out = torch.empty(rows, state.shape[1], dtype=state.dtype)
+    chunks, sh, ba, stride, shift = _program_operands(out, shared, batched, bits)
     fn = library().tql_program_c64 if state.dtype == torch.complex64 else library().tql_program_c128
-    fn(state.data_ptr(), out.data_ptr(), chunks, bits, code.shape[0], code.data_ptr(), sh.data_ptr(),
-       ba.data_ptr(), stride, shift, perms.data_ptr(), torch.get_num_threads())
+    fn(state.data_ptr(), state.numel() >> bits, out.data_ptr(), chunks, bits, code.shape[0], code.data_ptr(),
+       sh.data_ptr(), ba.data_ptr(), stride, shift, perms.data_ptr(), torch.get_num_threads())
     return out
 
 

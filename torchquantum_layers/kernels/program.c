@@ -166,9 +166,10 @@ DEF_PROGRAM_KERNELS(f32, float)
 DEF_PROGRAM_KERNELS(f64, double)
 #undef T
 
-/* out = the program applied to every chunk of in */
+/* out = the program applied to every chunk of in; in holds in_chunks chunks, repeated (a state
+ * of one sample broadcast over per-sample matrices is read in place, not copied B times) */
 #define DEF_PROGRAM(NAME, T, SUF) \
-void NAME(const T *restrict in, T *restrict out, int64_t chunks, int64_t nb, int64_t n_code, \
+void NAME(const T *restrict in, int64_t in_chunks, T *restrict out, int64_t chunks, int64_t nb, int64_t n_code, \
           const int64_t *restrict code, const T *restrict shared, const T *restrict batched, int64_t stride, \
           int64_t shift, const int32_t *restrict perms, int nthreads) { \
     const int64_t len = (int64_t)1 << nb; \
@@ -178,7 +179,7 @@ void NAME(const T *restrict in, T *restrict out, int64_t chunks, int64_t nb, int
         _Pragma("omp for schedule(static)") \
         for (int64_t c = 0; c < chunks; ++c) { \
             T *home = out + 2 * len * c, *cur = home, *spare = scratch; \
-            memcpy(cur, in + 2 * len * c, 2 * len * sizeof(T)); \
+            memcpy(cur, in + 2 * len * (c % in_chunks), 2 * len * sizeof(T)); \
             const T *own = batched + (c >> shift) * stride; \
             for (int64_t k = 0; k < n_code; ++k) { \
                 const int64_t *op = code + 3 * k; \

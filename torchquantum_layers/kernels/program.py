@@ -77,11 +77,14 @@ def replay(state, shared, batched, program: Program) -> torch.Tensor:
     return state
 
 
-def _operands(state, batched):
-    """The state with one row per sample of ``batched``, contiguous (a broadcast or conjugate view
-    is copied by a torch op, so autograd sums the rows' gradients back)."""
-    if batched is not None and state.shape[0] != batched.shape[0]:
-        state = state.expand(batched.shape[0], -1)
+def _operands(state, batched=None):
+    """The state as the kernels read it: plain and contiguous, one row per sample of ``batched``
+    (or a single row, which the forward kernel reads for every sample). A row broadcast over the
+    batch (as from the prefix step) is run once, not copied."""
+    if state.shape[0] > 1 and state.stride(0) == 0 and (batched is None or batched.shape[0] == state.shape[0]):
+        state = state[:1]
+    if batched is not None and state.shape[0] not in (1, batched.shape[0]):
+        raise ValueError(f"program: a state of {state.shape[0]} rows against {batched.shape[0]} matrix sets")
     return state.resolve_conj().contiguous()
 
 
@@ -108,22 +111,27 @@ class _Run(torch.autograd.Function):
         _, g_in, g_shared, g_batched = native.program_grad(
             out, grad, shared.detach(), None if batched is None else batched.detach(), ctx.program.code,
             ctx.program.inverse, ctx.program.bits, want_state=False)
+        if needs[0] and state.shape[0] != g_in.shape[0]:
+            g_in = g_in.sum(0, keepdim=True)          # one row read by every sample
         return g_in, g_shared if needs[1] else None, g_batched if needs[2] else None, None
 
 
 def run(state: torch.Tensor, shared: torch.Tensor, batched, program: Program) -> torch.Tensor:
     """``program`` on every row of ``state``: shared slot matrices ``shared`` (G, 2, 2), per-sample
     ones ``batched`` (B, Gb, 2, 2) or None; differentiable in all three."""
+    rows = state.shape[0]
     state = _operands(state, batched)
     inputs = (state, shared) if batched is None else (state, shared, batched)
     if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
-        return _Run.apply(state, shared, batched, program)
-    return native.run_program(state, shared, batched, program.code, program.perms, program.bits)
+        out = _Run.apply(state, shared, batched, program)
+    else:
+        out = native.run_program(state, shared, batched, program.code, program.perms, program.bits)
+    return out.expand(rows, -1) if out.shape[0] < rows else out
 
 
 def sweep_back(psi, lam, shared, batched, program: Program):
     """The adjoint method's step over a program: (ψ and λ before it, Σ λ_after ψ_before† per
     shared slot, the same per sample for the batched slots or None) from ψ and λ after it."""
-    return native.program_grad(_operands(psi, batched), _operands(lam, batched), shared.detach(),
+    return native.program_grad(psi.resolve_conj().contiguous(), lam.resolve_conj().contiguous(), shared.detach(),
                                None if batched is None else batched.detach(), program.code, program.inverse,
                                program.bits, want_state=True)

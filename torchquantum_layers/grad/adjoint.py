@@ -20,6 +20,7 @@ from ..observables import diagonal_table
 from ..block_matrices import prefix_state, program_matrices, shared_block_matrices, single_wire_tables, step_matrix
 from ..engine import (apply_dense_step, apply_perm_step, build_plan, oriented_matrix, physical_wires, run_circuit,
                       uses_programs)
+from ..kernels import native
 from ..kernels import program as programs
 from ..kernels.layout import output_gram, relayout, rotation_gram
 from ..kernels.apply import (_level_positions, apply_diagonal_unchecked, apply_matrix_unchecked,
@@ -148,6 +149,26 @@ def _two_level_backward(circuit, op, psi, lam, x, weights, n, need_w, need_x, gr
     return psi, lam
 
 
+def _bra(psi, observables, g, expectation, apply_hamiltonian):
+    """λ = Σ_k g_k O_k ψ per sample (the observables are Hermitian)."""
+    if native.pairs_usable(psi):
+        # half the gradient of Σ g_k ⟨O_k⟩: the native expectation kernels' backward, one call
+        leaf = psi.detach().requires_grad_()
+        with torch.enable_grad():
+            values = expectation(leaf, list(observables))
+        return torch.autograd.grad(values, leaf, 0.5 * g.to(values.dtype))[0]
+    with torch.no_grad():
+        table = diagonal_table(observables, psi.shape[1].bit_length() - 1, psi.dtype, psi.device)
+        if table is not None:       # all-Z observables: the bra is one diagonal, g @ table
+            lam = psi * (g @ table)
+        else:
+            lam = None
+            for k, obs in enumerate(observables):
+                term = apply_hamiltonian(psi, obs) * g[:, k:k + 1]
+                lam = term if lam is None else lam + term
+        return lam.expand_as(psi) if lam.shape[0] != psi.shape[0] else lam
+
+
 class AdjointExpval(torch.autograd.Function):
     """Expectations of ``observables`` after ``circuit``; gradients by the adjoint method.
 
@@ -166,6 +187,7 @@ class AdjointExpval(torch.autograd.Function):
         ctx.circuit = circuit
         ctx.observables = observables
         ctx.apply_hamiltonian = apply_hamiltonian
+        ctx.expectation = expectation
         ctx.state_batch = None if state is None else state.shape[0]
         ctx.save_for_backward(psi, x, weights)
         return values
@@ -181,18 +203,7 @@ class AdjointExpval(torch.autograd.Function):
                           local_programs=uses_programs(circuit))
         w_leaf = weights.detach().requires_grad_(need_w)
         x_leaf = x.detach().requires_grad_(need_x) if x is not None else None
-        with torch.no_grad():
-            g = grad_values.to(psi.real.dtype)
-            table = diagonal_table(observables, n, psi.dtype, psi.device)
-            if table is not None:       # all-Z observables: the bra is one diagonal, g @ table
-                lam = psi * (g @ table)
-            else:
-                lam = None
-                for k, obs in enumerate(observables):
-                    term = ctx.apply_hamiltonian(psi, obs) * g[:, k:k + 1]
-                    lam = term if lam is None else lam + term
-            if lam.shape[0] != psi.shape[0]:
-                lam = lam.expand_as(psi)
+        lam = _bra(psi, observables, grad_values.to(psi.real.dtype), ctx.expectation, ctx.apply_hamiltonian)
         grad_w = torch.zeros_like(weights) if need_w else None
         grad_x = torch.zeros_like(x) if need_x else None
         with torch.enable_grad():

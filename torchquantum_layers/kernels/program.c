@@ -28,11 +28,25 @@
 #define NEAR_f32(v, bit) ((bit) == 0 ? _mm256_permute_ps(v, 0x4E) : _mm256_permute2f128_ps(v, v, 1))
 #define NEAR_f64(v, bit) _mm256_permute2f128_pd(v, v, 1)
 /* (a, b) . (P, Q) per lane, with (re, im) of a and b broadcast and Ps, Qs the swapped P, Q */
+#define FMADDSUB_f32 _mm256_fmaddsub_ps
+#define FMADDSUB_f64 _mm256_fmaddsub_pd
 #define VMAT(SUF, a_r, a_i, b_r, b_i, P, Ps, Q, Qs) \
-    ADDSUB_##SUF(FMA_##SUF(b_r, Q, MUL_##SUF(a_r, P)), FMA_##SUF(b_i, Qs, MUL_##SUF(a_i, Ps)))
+    FMA_##SUF(a_r, P, FMADDSUB_##SUF(b_r, Q, FMA_##SUF(b_i, Qs, MUL_##SUF(a_i, Ps))))
 #endif
 
 #define DEF_PROGRAM_KERNELS(SUF, T) \
+/* acc += M u: the gradient of a gate from the Gram M of g and psi after it (psi before = u^dagger */ \
+/* psi after, so sum g conj(psi before) = M u) */ \
+static void add_product_##SUF(double *acc, const double *M, const T *u) { \
+    for (int a = 0; a < 2; ++a) \
+        for (int b = 0; b < 2; ++b) \
+            for (int c = 0; c < 2; ++c) { \
+                const double mr = M[4 * a + 2 * c], mi = M[4 * a + 2 * c + 1]; \
+                const double ur = u[4 * c + 2 * b], ui = u[4 * c + 2 * b + 1]; \
+                acc[4 * a + 2 * b] += mr * ur - mi * ui; \
+                acc[4 * a + 2 * b + 1] += mr * ui + mi * ur; \
+            } \
+} \
 static void gate_scalar_##SUF(T *x, int64_t len, int bit, const T *m) { \
     LOAD_M(m) \
     const int64_t s = (int64_t)1 << bit; \
@@ -68,7 +82,7 @@ static void gate_wide_##SUF(T *x, int64_t len, int bit, const T *m) { \
             STORE_##SUF(q, VMAT(SUF, cr, ci, dr, di, P, Ps, Q, Qs)); \
         } \
 } \
-static void back_wide_##SUF(T *x, T *g, int64_t len, int bit, const T *d, double *acc) { \
+static void back_wide_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc) { \
     const VEC_##SUF ar = SET1_##SUF(d[0]), ai = SET1_##SUF(d[1]), br = SET1_##SUF(d[2]), bi = SET1_##SUF(d[3]); \
     const VEC_##SUF cr = SET1_##SUF(d[4]), ci = SET1_##SUF(d[5]), dr = SET1_##SUF(d[6]), di = SET1_##SUF(d[7]); \
     VEC_##SUF s00 = ZERO_##SUF(), x00 = ZERO_##SUF(), s01 = ZERO_##SUF(), x01 = ZERO_##SUF(); \
@@ -78,23 +92,21 @@ static void back_wide_##SUF(T *x, T *g, int64_t len, int bit, const T *d, double
         for (int64_t r = base; r < base + s; r += LANES_##SUF) { \
             T *p = x + 2 * r, *q = p + 2 * s, *u = g + 2 * r, *v = u + 2 * s; \
             const VEC_##SUF P = LOAD_##SUF(p), Q = LOAD_##SUF(q), Ps = SWAP_##SUF(P), Qs = SWAP_##SUF(Q); \
-            const VEC_##SUF P0 = VMAT(SUF, ar, ai, br, bi, P, Ps, Q, Qs), Q0 = VMAT(SUF, cr, ci, dr, di, P, Ps, Q, Qs); \
-            const VEC_##SUF P0s = SWAP_##SUF(P0), Q0s = SWAP_##SUF(Q0); \
-            STORE_##SUF(p, P0); STORE_##SUF(q, Q0); \
             const VEC_##SUF U = LOAD_##SUF(u), V = LOAD_##SUF(v), Us = SWAP_##SUF(U), Vs = SWAP_##SUF(V); \
-            s00 = FMA_##SUF(U, P0, s00); x00 = FMA_##SUF(U, P0s, x00); \
-            s01 = FMA_##SUF(U, Q0, s01); x01 = FMA_##SUF(U, Q0s, x01); \
-            s10 = FMA_##SUF(V, P0, s10); x10 = FMA_##SUF(V, P0s, x10); \
-            s11 = FMA_##SUF(V, Q0, s11); x11 = FMA_##SUF(V, Q0s, x11); \
+            s00 = FMA_##SUF(U, P, s00); x00 = FMA_##SUF(U, Ps, x00); \
+            s01 = FMA_##SUF(U, Q, s01); x01 = FMA_##SUF(U, Qs, x01); \
+            s10 = FMA_##SUF(V, P, s10); x10 = FMA_##SUF(V, Ps, x10); \
+            s11 = FMA_##SUF(V, Q, s11); x11 = FMA_##SUF(V, Qs, x11); \
+            STORE_##SUF(p, VMAT(SUF, ar, ai, br, bi, P, Ps, Q, Qs)); \
+            STORE_##SUF(q, VMAT(SUF, cr, ci, dr, di, P, Ps, Q, Qs)); \
             STORE_##SUF(u, VMAT(SUF, ar, ai, br, bi, U, Us, V, Vs)); \
             STORE_##SUF(v, VMAT(SUF, cr, ci, dr, di, U, Us, V, Vs)); \
         } \
     /* Re g conj(p) sums every lane of g*p; Im = sum of (odd - even) lanes of g*swap(p) */ \
     const VEC_##SUF sign = SIGNS_##SUF(); \
-    acc[0] += HSUM_##SUF(s00); acc[1] += HSUM_##SUF(MUL_##SUF(x00, sign)); \
-    acc[2] += HSUM_##SUF(s01); acc[3] += HSUM_##SUF(MUL_##SUF(x01, sign)); \
-    acc[4] += HSUM_##SUF(s10); acc[5] += HSUM_##SUF(MUL_##SUF(x10, sign)); \
-    acc[6] += HSUM_##SUF(s11); acc[7] += HSUM_##SUF(MUL_##SUF(x11, sign)); \
+    const double M[8] = {HSUM_##SUF(s00), HSUM_##SUF(MUL_##SUF(x00, sign)), HSUM_##SUF(s01), HSUM_##SUF(MUL_##SUF(x01, sign)), \
+                         HSUM_##SUF(s10), HSUM_##SUF(MUL_##SUF(x10, sign)), HSUM_##SUF(s11), HSUM_##SUF(MUL_##SUF(x11, sign))}; \
+    add_product_##SUF(acc, M, m); \
 } \
 /* a bit inside the register: lane l holds member (l >> bit) & 1 of its pair, its partner comes */ \
 /* from a lane permutation; coefs (4, 2 LANES): the own and the partner's coefficient, re and im */ \
@@ -118,30 +130,30 @@ static void gate_narrow_##SUF(T *x, int64_t len, int bit, const T *m) { \
         STORE_##SUF(x + 2 * i, VMAT(SUF, sr, si, pr, pi, X, SWAP_##SUF(X), P, SWAP_##SUF(P))); \
     } \
 } \
-static void back_narrow_##SUF(T *x, T *g, int64_t len, int bit, const T *d, double *acc) { \
+static void back_narrow_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc) { \
     T coefs[4][2 * LANES_##SUF]; \
     lane_coefs_##SUF(d, bit, coefs); \
     const VEC_##SUF sr = LOAD_##SUF(coefs[0]), si = LOAD_##SUF(coefs[1]); \
     const VEC_##SUF pr = LOAD_##SUF(coefs[2]), pi = LOAD_##SUF(coefs[3]); \
     VEC_##SUF sD = ZERO_##SUF(), sX = ZERO_##SUF(), pD = ZERO_##SUF(), pX = ZERO_##SUF(); \
     for (int64_t i = 0; i < len; i += LANES_##SUF) { \
-        const VEC_##SUF X = LOAD_##SUF(x + 2 * i), P = NEAR_##SUF(X, bit); \
-        const VEC_##SUF X0 = VMAT(SUF, sr, si, pr, pi, X, SWAP_##SUF(X), P, SWAP_##SUF(P)); \
-        const VEC_##SUF P0 = NEAR_##SUF(X0, bit); \
-        STORE_##SUF(x + 2 * i, X0); \
+        const VEC_##SUF X = LOAD_##SUF(x + 2 * i), P = NEAR_##SUF(X, bit), Xs = SWAP_##SUF(X), Ps = SWAP_##SUF(P); \
         const VEC_##SUF G = LOAD_##SUF(g + 2 * i), Gp = NEAR_##SUF(G, bit); \
-        sD = FMA_##SUF(G, X0, sD); sX = FMA_##SUF(G, SWAP_##SUF(X0), sX); \
-        pD = FMA_##SUF(G, P0, pD); pX = FMA_##SUF(G, SWAP_##SUF(P0), pX); \
+        sD = FMA_##SUF(G, X, sD); sX = FMA_##SUF(G, Xs, sX); \
+        pD = FMA_##SUF(G, P, pD); pX = FMA_##SUF(G, Ps, pX); \
+        STORE_##SUF(x + 2 * i, VMAT(SUF, sr, si, pr, pi, X, Xs, P, Ps)); \
         STORE_##SUF(g + 2 * i, VMAT(SUF, sr, si, pr, pi, G, SWAP_##SUF(G), Gp, SWAP_##SUF(Gp))); \
     } \
     T own_d[2 * LANES_##SUF], own_x[2 * LANES_##SUF], part_d[2 * LANES_##SUF], part_x[2 * LANES_##SUF]; \
     STORE_##SUF(own_d, sD); STORE_##SUF(own_x, sX); STORE_##SUF(part_d, pD); STORE_##SUF(part_x, pX); \
+    double M[8] = {0}; \
     for (int l = 0; l < LANES_##SUF; ++l) { \
         const int a = (l >> bit) & 1; \
-        double *self = acc + 6 * a, *cross = acc + (a ? 4 : 2);  /* G[a][a], G[a][1 - a] */ \
+        double *self = M + 6 * a, *cross = M + (a ? 4 : 2);  /* M[a][a], M[a][1 - a] */ \
         self[0] += own_d[2 * l] + own_d[2 * l + 1]; self[1] += own_x[2 * l + 1] - own_x[2 * l]; \
         cross[0] += part_d[2 * l] + part_d[2 * l + 1]; cross[1] += part_x[2 * l + 1] - part_x[2 * l]; \
     } \
+    add_product_##SUF(acc, M, m); \
 } \
 ) \
 static void gate_##SUF(T *x, int64_t len, int bit, const T *m) { \
@@ -150,10 +162,11 @@ static void gate_##SUF(T *x, int64_t len, int bit, const T *m) { \
     if (len >= LANES_##SUF) { gate_narrow_##SUF(x, len, bit, m); return; } ) \
     gate_scalar_##SUF(x, len, bit, m); \
 } \
-static void back_##SUF(T *x, T *g, int64_t len, int bit, const T *d, double *acc) { \
+static void back_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc) { \
+    (void)m;    /* the scalar path takes the Gram of the states before the gate instead */ \
     VECTOR_CODE( \
-    if (bit >= LOG_LANES_##SUF) { back_wide_##SUF(x, g, len, bit, d, acc); return; } \
-    if (len >= LANES_##SUF) { back_narrow_##SUF(x, g, len, bit, d, acc); return; } ) \
+    if (bit >= LOG_LANES_##SUF) { back_wide_##SUF(x, g, len, bit, d, m, acc); return; } \
+    if (len >= LANES_##SUF) { back_narrow_##SUF(x, g, len, bit, d, m, acc); return; } ) \
     back_scalar_##SUF(x, g, len, bit, d, acc); \
 } \
 static void gather_##SUF(T *restrict y, const T *restrict x, const int32_t *restrict t, int64_t len) { \
@@ -217,9 +230,10 @@ static void back_chunk_##SUF(const T *psi, const T *g, T *psi_home, T *g_home, T
             T *t = cp; cp = spare_p; spare_p = t; \
             t = cg; cg = spare_g; spare_g = t; \
         } else { \
+            const T *m = (op[0] == 0 ? shared : own) + 8 * op[2]; \
             T d[8]; \
-            DAGGER(d, (op[0] == 0 ? shared : own) + 8 * op[2]) \
-            back_##SUF(cp, cg, len, (int)op[1], d, (op[0] == 0 ? acc_shared : acc_own) + 8 * op[2]); \
+            DAGGER(d, m) \
+            back_##SUF(cp, cg, len, (int)op[1], d, m, (op[0] == 0 ? acc_shared : acc_own) + 8 * op[2]); \
         } \
     } \
     if (cp != psi_home) memcpy(psi_home, cp, 2 * len * sizeof(T)); \

@@ -170,15 +170,18 @@ def prefix_state(circuit, step, x, tables):
     wire, ``(B, 2^n)`` (B = 1 when no gate reads inputs), in about two writes of the state."""
     n = circuit.n_wires
     dtype, device = circuit.dtype, circuit.device
+    batch = x.shape[0] if x is not None else 1
+    if not step.ops:
+        state = torch.zeros(1, 2 ** n, dtype=dtype, device=device)
+        state[0, 0] = 1
+        return state.expand(batch, -1)
     zero = torch.zeros(2, dtype=dtype, device=device)
     zero[0] = 1
-    if step.ops:
-        per_wire = _grid_matrix(step.grid, tables, kron_wires=False)[..., 0]        # (W, 2) or (B, W, 2): columns U|0⟩
-        if per_wire.dim() == 2:
-            per_wire = per_wire[None]
+    per_wire = _grid_matrix(step.grid, tables, kron_wires=False)[..., 0]        # (W, 2) or (B, W, 2): columns U|0⟩
+    if per_wire.dim() == 2:
+        per_wire = per_wire[None]
     slot = {w: i for i, w in enumerate(step.wires)}
     state = _kron_rows([per_wire[:, slot[w]] if w in slot else zero[None] for w in range(n)])
-    batch = x.shape[0] if x is not None else 1
     return state.expand(batch, -1) if state.shape[0] != batch else state
 
 

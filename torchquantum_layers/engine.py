@@ -419,12 +419,15 @@ def apply_dense_step(step, state, m, wires, n, undo=False):
     return rotate(state, m, len(wires), to_back=(step.mode == "front-to-back") != undo, unitary=True)
 
 
-def run_circuit(circuit, state, x=None, weights=None, fuse=None):
-    """The state after ``circuit``; ``state=None`` is |0…0⟩ (batch from ``x``, else 1)."""
+def run_circuit(circuit, state, x=None, weights=None, fuse=None, tables=None, prepared=None):
+    """The state after ``circuit``; ``state=None`` is |0…0⟩ (batch from ``x``, else 1).
+    ``tables`` (:func:`single_wire_tables`) and ``prepared`` ({id(step): program_matrices}) may
+    come from the caller (the adjoint method builds them once, with their graph)."""
     plan = build_plan(circuit, fuse, layout=True, zero_start=state is None,
                       local_programs=uses_programs(circuit, fuse))
     n = circuit.n_wires
-    tables = single_wire_tables(circuit, plan, x, weights)
+    if tables is None:
+        tables = single_wire_tables(circuit, plan, x, weights)
     built = shared_block_matrices(plan, tables)
     for step in plan.steps:
         if step.kind == "prefix":
@@ -437,7 +440,8 @@ def run_circuit(circuit, state, x=None, weights=None, fuse=None):
         elif step.kind == "relayout":
             state = relayout(state, step.order, step.target)
         elif step.kind == "program":
-            state = programs.run(state, *program_matrices(circuit, step, tables), step.program)
+            mats = prepared[id(step)] if prepared else program_matrices(circuit, step, tables)
+            state = programs.run(state, *mats, step.program)
         else:
             m, wires = oriented_matrix(step, step_matrix(circuit, step, x, weights, tables, built))
             state = apply_dense_step(step, state, m, wires, n)

@@ -1796,6 +1796,28 @@ def _multi_plan(hams, n, dtype, device):
     return plan
 
 
+def _plan_for(hams, n, dtype, device):
+    return hams[0].compile(n, dtype, device, "expval") if len(hams) == 1 else _multi_plan(hams, n, dtype, device)
+
+
+def weighted_bra(state: torch.Tensor, observables, weights: torch.Tensor):
+    """Σ_k weights[:, k] O_k ψ per sample by the native kernels (the adjoint method's bra: half
+    the gradient of Σ weights·⟨O⟩), or None where they do not run on this state."""
+    if not native.pairs_usable(state):
+        return None
+    hams = [_as_observable(o) for o in observables]
+    plan = _plan_for(hams, n_wires_of(state), state.dtype, state.device)
+    half = 0.5 * weights
+    if plan.w0 is not None:
+        out = native.diagonal_expval_grad(state, half, plan.d0)
+    else:
+        out = torch.zeros_like(state)
+    if plan.groups:
+        spec, _tables = plan.native_spec()
+        native.expval_grad(state, spec, half, out=out)
+    return out
+
+
 def expectation(state: torch.Tensor, obs, shots: Optional[int] = None,
                 generator: Optional[torch.Generator] = None, return_std: bool = False,
                 method: str = "auto"):
@@ -1834,10 +1856,7 @@ def expectation(state: torch.Tensor, obs, shots: Optional[int] = None,
         raise ValueError("expectation: return_std=True needs shots=N (exact values have no error)")
     if generator is not None:
         raise ValueError("expectation: generator is only used with shots=N")
-    if single:
-        plan = hams[0].compile(n, state.dtype, state.device, "expval")
-    else:
-        plan = _multi_plan(hams, n, state.dtype, state.device)
+    plan = _plan_for(hams, n, state.dtype, state.device)
     out = plan(state, method)
     if single:
         out = out[:, 0]

@@ -16,11 +16,10 @@ import numpy as np
 import torch
 
 from ..circuit import Input, Param
-from ..observables import diagonal_table
+from ..observables import diagonal_table, weighted_bra
 from ..block_matrices import prefix_state, program_matrices, shared_block_matrices, single_wire_tables, step_matrix
 from ..engine import (apply_dense_step, apply_perm_step, build_plan, oriented_matrix, physical_wires, run_circuit,
                       uses_programs)
-from ..kernels import native
 from ..kernels import program as programs
 from ..kernels.layout import output_gram, relayout, rotation_gram
 from ..kernels.apply import (_level_positions, apply_diagonal_unchecked, apply_matrix_unchecked,
@@ -149,14 +148,11 @@ def _two_level_backward(circuit, op, psi, lam, x, weights, n, need_w, need_x, gr
     return psi, lam
 
 
-def _bra(psi, observables, g, expectation, apply_hamiltonian):
+def _bra(psi, observables, g, apply_hamiltonian):
     """λ = Σ_k g_k O_k ψ per sample (the observables are Hermitian)."""
-    if native.pairs_usable(psi):
-        # half the gradient of Σ g_k ⟨O_k⟩: the native expectation kernels' backward, one call
-        leaf = psi.detach().requires_grad_()
-        with torch.enable_grad():
-            values = expectation(leaf, list(observables))
-        return torch.autograd.grad(values, leaf, 0.5 * g.to(values.dtype))[0]
+    lam = weighted_bra(psi, list(observables), g)
+    if lam is not None:
+        return lam
     with torch.no_grad():
         table = diagonal_table(observables, psi.shape[1].bit_length() - 1, psi.dtype, psi.device)
         if table is not None:       # all-Z observables: the bra is one diagonal, g @ table
@@ -181,13 +177,23 @@ class AdjointExpval(torch.autograd.Function):
     @staticmethod
     def forward(ctx, circuit, observables, x, state, weights):
         from ..observables import apply_hamiltonian, expectation
+        need_x, need_w = ctx.needs_input_grad[2] and x is not None, ctx.needs_input_grad[4]
+        plan = build_plan(circuit, layout=True, zero_start=state is None, local_programs=uses_programs(circuit))
+        # the small matrices are built once, recording their graph: the forward pass runs them
+        # detached, the backward pass sends the slots' Gram products through them
+        w_leaf = weights.detach().requires_grad_(need_w)
+        x_leaf = x.detach().requires_grad_(need_x) if x is not None else None
+        with torch.enable_grad():
+            tables = single_wire_tables(circuit, plan, x_leaf, w_leaf)
+            prepared = {id(step): program_matrices(circuit, step, tables)
+                        for step in plan.steps if step.kind == "program"}
         with torch.no_grad():
-            psi = run_circuit(circuit, state, x, weights)
+            psi = run_circuit(circuit, state, x, weights, tables=tables, prepared=prepared)
             values = expectation(psi, list(observables))
         ctx.circuit = circuit
         ctx.observables = observables
         ctx.apply_hamiltonian = apply_hamiltonian
-        ctx.expectation = expectation
+        ctx.leaves, ctx.tables, ctx.prepared = (w_leaf, x_leaf), tables, prepared
         ctx.state_batch = None if state is None else state.shape[0]
         ctx.save_for_backward(psi, x, weights)
         return values
@@ -201,19 +207,21 @@ class AdjointExpval(torch.autograd.Function):
         n = circuit.n_wires
         plan = build_plan(circuit, layout=True, zero_start=ctx.state_batch is None,
                           local_programs=uses_programs(circuit))
-        w_leaf = weights.detach().requires_grad_(need_w)
-        x_leaf = x.detach().requires_grad_(need_x) if x is not None else None
-        lam = _bra(psi, observables, grad_values.to(psi.real.dtype), ctx.expectation, ctx.apply_hamiltonian)
+        w_leaf, x_leaf = ctx.leaves
+        for leaf in ctx.leaves:
+            if leaf is not None:
+                leaf.grad = None        # a second backward (gradcheck) starts from zero
+        tables = ctx.tables
+        lam = _bra(psi, observables, grad_values.to(psi.real.dtype), ctx.apply_hamiltonian)
         grad_w = torch.zeros_like(weights) if need_w else None
         grad_x = torch.zeros_like(x) if need_x else None
         with torch.enable_grad():
-            tables = single_wire_tables(circuit, plan, x_leaf, w_leaf) if (need_w or need_x) else None
             built = shared_block_matrices(plan, tables)
         mats, mat_grads = [], []
         for step in reversed(plan.steps):
             if step.kind == "prefix":
                 # the product state's gates: autograd through the small per-wire vectors
-                if need_w or need_x:
+                if (need_w or need_x) and step.ops:
                     with torch.enable_grad():
                         start = prefix_state(circuit, step, x_leaf, tables)
                     if start.requires_grad:
@@ -225,8 +233,7 @@ class AdjointExpval(torch.autograd.Function):
                 lam = relayout(lam, step.target, step.order)
                 continue
             if step.kind == "program":
-                with torch.enable_grad():
-                    shared, batched = program_matrices(circuit, step, tables)
+                shared, batched = ctx.prepared[id(step)]
                 psi, lam, gram, gram_batched = programs.sweep_back(psi, lam, shared, batched, step.program)
                 for m, gram in ((shared, gram), (batched, gram_batched)):
                     if m is not None and m.requires_grad:
@@ -283,7 +290,8 @@ class AdjointExpval(torch.autograd.Function):
                         mats, mat_grads = [], []
                 lam = apply_dense_step(step, lam, m_dag, wires, n, undo=True)
         if mats:
-            torch.autograd.backward(mats, mat_grads)
+            # the tables' graph belongs to the forward pass: kept for a second backward (gradcheck)
+            torch.autograd.backward(mats, mat_grads, retain_graph=True)
         if need_w and w_leaf.grad is not None:
             grad_w += w_leaf.grad
         if need_x and x_leaf.grad is not None:

@@ -235,3 +235,28 @@ def test_the_engine_switch_turns_programs_off(monkeypatch):
     monkeypatch.setattr(engine, "USE_PROGRAMS", False)
     assert not engine.uses_programs(c)
     assert not engine.uses_programs(tql.Circuit(4, fuse=False))
+
+
+@pytest.mark.parametrize("wanted", [(True, True, True, True), (False, False, True, False),
+                                    (False, False, False, True), (False, True, False, False),
+                                    (True, False, True, True)])
+def test_a_partial_sweep_returns_what_the_full_one_does(wanted, dtype):
+    """Asked for fewer outputs (no input state, no input gradient, some slots without gradient),
+    the sweep stops or skips work; what it returns must equal the full sweep's (which the
+    analytic-formula test checks)."""
+    from torchquantum_layers.kernels import native
+    n, B = 6, 3
+    rng = np.random.default_rng(6)
+    entries = [("gate", w, True) for w in range(n)] + _random_program(n, rng, length=10)
+    program = P.Program.build(n, entries)
+    shared, batched = _tensors(*_slot_matrices(entries, B, rng), dtype)
+    psi = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
+    g = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
+    args = (psi, g, shared, batched, program.code, program.inverse, n)
+    full = native.program_grad(*args, want_state=True)
+    part = native.program_grad(*args, *wanted)
+    for want, a, b in zip(wanted, full, part):
+        if want:
+            np.testing.assert_allclose(_np(b), _np(a), atol=1e-5 if dtype == torch.complex64 else 1e-12)
+        else:
+            assert b is None

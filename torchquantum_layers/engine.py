@@ -161,7 +161,7 @@ def _program_step(ops, n):
     """One program: each wire's single-wire ops multiply into one slot matrix until a permutation
     touches the wire; consecutive permutations merge into one index table. A wire's pending ops
     go before the open run of permutations unless one of them touched that wire."""
-    entries, pending, slots = [], {}, []
+    entries, pending = [], {}
     run, run_wires = [], set()
 
     def close_run():
@@ -173,9 +173,8 @@ def _program_step(ops, n):
 
     def emit(w):
         # a slot's ops all share or all read inputs: shared matrices stay (G, 2, 2)
-        for per_sample, run_ops in groupby(pending.pop(w), key=_reads_input):
-            entries.append(("gate", w, per_sample))
-            slots.append((w, list(run_ops), per_sample))
+        for level, (per_sample, run_ops) in enumerate(groupby(pending.pop(w), key=_reads_input)):
+            entries.append(("gate", w, per_sample, list(run_ops), level))
 
     for op in ops:
         if _tabulated(op):
@@ -191,9 +190,28 @@ def _program_step(ops, n):
     close_run()
     for w in sorted(pending):
         emit(w)
+    entries = _by_level(entries)
+    slots = [(e[1], e[3], e[2]) for e in entries if e[0] == "gate"]
     step = Step("program", tuple(range(n)), list(ops), slots=slots)
-    step.program = programs.Program.build(n, entries)
+    step.program = programs.Program.build(n, [e[:3] for e in entries])
     return step
+
+
+def _by_level(entries):
+    """Between permutations, each wire's slots in order but the wires' first slots first: the
+    gates of different wires commute, and the encoding's per-sample slots, all first, then need
+    neither a Gram product nor an un-computed ψ in the backward sweep when inputs take no
+    gradient (kernels/program.c stops the sweep before them)."""
+    out, gates = [], []
+    for e in entries + [("end",)]:
+        if e[0] == "gate":
+            gates.append(e)
+            continue
+        out += sorted(gates, key=lambda g: g[4])          # stable: each wire keeps its order
+        gates = []
+        if e[0] == "perm":
+            out.append(e)
+    return out
 
 
 # A rotating block reads the rest of the register as (d, X) matrices: below this X the GEMMs are

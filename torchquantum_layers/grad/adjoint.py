@@ -218,7 +218,8 @@ class AdjointExpval(torch.autograd.Function):
         with torch.enable_grad():
             built = shared_block_matrices(plan, tables)
         mats, mat_grads = [], []
-        for step in reversed(plan.steps):
+        for index in range(len(plan.steps) - 1, -1, -1):
+            step = plan.steps[index]
             if step.kind == "prefix":
                 # the product state's gates: autograd through the small per-wire vectors
                 if (need_w or need_x) and step.ops:
@@ -234,9 +235,12 @@ class AdjointExpval(torch.autograd.Function):
                 continue
             if step.kind == "program":
                 shared, batched = ctx.prepared[id(step)]
-                psi, lam, gram, gram_batched = programs.sweep_back(psi, lam, shared, batched, step.program)
+                # ψ and λ before the program: for earlier steps, or for the input state's gradient
+                earlier = need_state or any(st.kind != "prefix" or st.ops for st in plan.steps[:index])
+                psi, lam, gram, gram_batched = programs.sweep_back(psi, lam, shared, batched, step.program,
+                                                                   want_states=earlier)
                 for m, gram in ((shared, gram), (batched, gram_batched)):
-                    if m is not None and m.requires_grad:
+                    if gram is not None:
                         mats.append(m)
                         mat_grads.append(2 * gram)
                 continue

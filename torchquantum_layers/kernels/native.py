@@ -329,21 +329,27 @@ def run_program(state: torch.Tensor, shared, batched, code: torch.Tensor, perms:
 
 
 def program_grad(psi: torch.Tensor, grad: torch.Tensor, shared, batched, code: torch.Tensor,
-                 inverse_perms: torch.Tensor, bits: int, want_state: bool):
+                 inverse_perms: torch.Tensor, bits: int, want_state: bool, want_input_grad: bool = True,
+                 want_shared: bool = True, want_batched: bool = True):
     """The reverse sweep of :func:`run_program` from its output ``psi`` and the gradient ``grad``
-    there: (psi before the program or None, grad before it, Σ grad_after · psi_before† per shared
-    slot (G, 2, 2), the same per sample for the batched slots (B, Gb, 2, 2) or None)."""
+    there: (psi before the program, grad before it, Σ grad_after · psi_before† per shared slot
+    (G, 2, 2), the same per sample for the batched slots (B, Gb, 2, 2)); each None where not
+    asked for (or absent), and the sweep does only what the asked ones need."""
     chunks, sh, ba, stride, shift = _program_operands(psi, shared, batched, bits)
     g = grad.resolve_conj().contiguous()
-    psi_in = torch.empty_like(psi) if want_state else None
-    g_in = torch.empty_like(psi)
     n_shared = shared.shape[-3] if shared is not None else 0
     n_own = batched.shape[-3] if batched is not None else 0
-    gram_shared = torch.zeros(max(n_shared, 1), 2, 2, dtype=torch.complex128)
-    gram_own = torch.zeros(psi.shape[0] if n_own else 1, max(n_own, 1), 2, 2, dtype=torch.complex128)
+    want_shared, want_batched = want_shared and n_shared > 0, want_batched and n_own > 0
+    psi_in = torch.empty_like(psi) if want_state else None
+    g_in = torch.empty_like(psi) if want_input_grad else None
+    gram_shared = torch.zeros(n_shared, 2, 2, dtype=torch.complex128) if want_shared else None
+    gram_own = torch.zeros(psi.shape[0], n_own, 2, 2, dtype=torch.complex128) if want_batched else None
+
+    def ptr(t):
+        return None if t is None else t.data_ptr()
     fn = library().tql_program_grad_c64 if psi.dtype == torch.complex64 else library().tql_program_grad_c128
-    fn(psi.data_ptr(), g.data_ptr(), psi_in.data_ptr() if want_state else None, g_in.data_ptr(), chunks, bits,
-       code.shape[0], code.data_ptr(), sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(),
-       n_shared, gram_shared.data_ptr(), n_own, gram_own.data_ptr(), torch.get_num_threads())
-    return (psi_in, g_in, gram_shared[:n_shared].to(psi.dtype),
-            gram_own.to(psi.dtype) if n_own else None)
+    fn(psi.data_ptr(), g.data_ptr(), ptr(psi_in), ptr(g_in), chunks, bits, code.shape[0], code.data_ptr(),
+       sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(), n_shared, ptr(gram_shared), n_own,
+       ptr(gram_own), torch.get_num_threads())
+    return (psi_in, g_in, None if gram_shared is None else gram_shared.to(psi.dtype),
+            None if gram_own is None else gram_own.to(psi.dtype))

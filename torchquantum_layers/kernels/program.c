@@ -218,22 +218,32 @@ DEF_PROGRAM(tql_program_c128, double, f64)
 #define DEF_BACK_CHUNK(SUF, T) \
 static void back_chunk_##SUF(const T *psi, const T *g, T *psi_home, T *g_home, T *spare_p, T *spare_g, \
                              int64_t len, int64_t n_code, const int64_t *code, const T *shared, const T *own, \
-                             const int32_t *inv, double *acc_shared, double *acc_own) { \
+                             const int32_t *inv, double *acc_shared, double *acc_own, int64_t stop, \
+                             int64_t psi_from) { \
     T *cp = psi_home, *cg = g_home; \
     memcpy(cp, psi, 2 * len * sizeof(T)); \
     memcpy(cg, g, 2 * len * sizeof(T)); \
-    for (int64_t k = n_code - 1; k >= 0; --k) { \
+    for (int64_t k = n_code - 1; k >= stop; --k) { \
         const int64_t *op = code + 3 * k; \
+        const int keep_psi = k > psi_from;   /* psi before op k is still needed */ \
         if (op[0] == 1) { \
-            gather_##SUF(spare_p, cp, inv + op[1], len); \
+            if (keep_psi) { \
+                gather_##SUF(spare_p, cp, inv + op[1], len); \
+                T *t = cp; cp = spare_p; spare_p = t; \
+            } \
             gather_##SUF(spare_g, cg, inv + op[1], len); \
-            T *t = cp; cp = spare_p; spare_p = t; \
-            t = cg; cg = spare_g; spare_g = t; \
+            T *t = cg; cg = spare_g; spare_g = t; \
         } else { \
             const T *m = (op[0] == 0 ? shared : own) + 8 * op[2]; \
+            double *acc = op[0] == 0 ? acc_shared : acc_own; \
             T d[8]; \
             DAGGER(d, m) \
-            back_##SUF(cp, cg, len, (int)op[1], d, m, (op[0] == 0 ? acc_shared : acc_own) + 8 * op[2]); \
+            if (acc) { \
+                back_##SUF(cp, cg, len, (int)op[1], d, m, acc + 8 * op[2]); \
+            } else { \
+                if (keep_psi) gate_##SUF(cp, len, (int)op[1], d); \
+                gate_##SUF(cg, len, (int)op[1], d); \
+            } \
         } \
     } \
     if (cp != psi_home) memcpy(psi_home, cp, 2 * len * sizeof(T)); \
@@ -242,29 +252,39 @@ static void back_chunk_##SUF(const T *psi, const T *g, T *psi_home, T *g_home, T
 DEF_BACK_CHUNK(f32, float)
 DEF_BACK_CHUNK(f64, double)
 
-/* psi_in (optional, may be NULL) and g_in: psi and g before the program; gram_shared: (G, 2, 2)
- * complex doubles summed over all chunks; gram_own: (S, Gb, 2, 2), one set per sample (2^shift
- * chunks; each sample's chunks run on one thread, so no two threads add to one set). */
+/* psi_in and g_in: psi and g before the program, each only where asked (non-NULL); gram_shared:
+ * (G, 2, 2) complex doubles summed over all chunks; gram_own: (S, Gb, 2, 2), one set per sample
+ * (2^shift chunks; each sample's chunks run on one thread, so no two threads add to one set);
+ * either NULL when not asked. The sweep stops where nothing before is asked for, and stops
+ * un-computing psi after the first gate whose Gram is asked for. */
 #define DEF_PROGRAM_GRAD(NAME, T, SUF) \
 void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *restrict g_in, int64_t chunks, \
           int64_t nb, int64_t n_code, const int64_t *restrict code, const T *restrict shared, \
           const T *restrict batched, int64_t stride, int64_t shift, const int32_t *restrict inv, \
           int64_t n_shared, double *restrict gram_shared, int64_t n_own, double *restrict gram_own, int nthreads) { \
     const int64_t len = (int64_t)1 << nb, per = (int64_t)1 << shift; \
+    int64_t first_gram = n_code; \
+    for (int64_t k = n_code - 1; k >= 0; --k) \
+        if ((code[3 * k] == 0 && gram_shared) || (code[3 * k] == 2 && gram_own)) first_gram = k; \
+    const int64_t psi_from = psi_in ? -1 : first_gram; \
+    const int64_t stop = (psi_in || g_in) ? 0 : first_gram; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
     { \
-        T *scratch = (T *)malloc(3 * 2 * len * sizeof(T)); \
-        T *own_psi = scratch + 4 * len; \
-        double *acc = (double *)calloc((size_t)(8 * n_shared + 1), sizeof(double)); \
+        T *scratch = (T *)malloc(4 * 2 * len * sizeof(T)); \
+        T *own_psi = scratch + 4 * len, *own_g = scratch + 6 * len; \
+        double *acc = gram_shared ? (double *)calloc((size_t)(8 * n_shared + 1), sizeof(double)) : NULL; \
         _Pragma("omp for schedule(static)") \
         for (int64_t s = 0; s < chunks / per; ++s) \
             for (int64_t c = s * per; c < (s + 1) * per; ++c) \
                 back_chunk_##SUF(psi + 2 * len * c, g + 2 * len * c, psi_in ? psi_in + 2 * len * c : own_psi, \
-                                 g_in + 2 * len * c, scratch, scratch + 2 * len, len, n_code, code, shared, \
-                                 batched + s * stride, inv, acc, gram_own + s * 8 * n_own); \
-        _Pragma("omp critical") \
-        for (int64_t k = 0; k < 8 * n_shared; ++k) gram_shared[k] += acc[k]; \
-        free(acc); \
+                                 g_in ? g_in + 2 * len * c : own_g, scratch, scratch + 2 * len, len, n_code, \
+                                 code, shared, batched + s * stride, inv, acc, \
+                                 gram_own ? gram_own + s * 8 * n_own : NULL, stop, psi_from); \
+        if (acc) { \
+            _Pragma("omp critical") \
+            for (int64_t k = 0; k < 8 * n_shared; ++k) gram_shared[k] += acc[k]; \
+            free(acc); \
+        } \
         free(scratch); \
     } \
 }

@@ -110,7 +110,8 @@ class _Run(torch.autograd.Function):
             return tuple(next(grads) if need else None for need in needs) + (None,)
         _, g_in, g_shared, g_batched = native.program_grad(
             out, grad, shared.detach(), None if batched is None else batched.detach(), ctx.program.code,
-            ctx.program.inverse, ctx.program.bits, want_state=False)
+            ctx.program.inverse, ctx.program.bits, want_state=False, want_input_grad=needs[0],
+            want_shared=needs[1], want_batched=needs[2])
         if needs[0] and state.shape[0] != g_in.shape[0]:
             g_in = g_in.sum(0, keepdim=True)          # one row read by every sample
         return g_in, g_shared if needs[1] else None, g_batched if needs[2] else None, None
@@ -129,9 +130,12 @@ def run(state: torch.Tensor, shared: torch.Tensor, batched, program: Program) ->
     return out.expand(rows, -1) if out.shape[0] < rows else out
 
 
-def sweep_back(psi, lam, shared, batched, program: Program):
-    """The adjoint method's step over a program: (ψ and λ before it, Σ λ_after ψ_before† per
-    shared slot, the same per sample for the batched slots or None) from ψ and λ after it."""
+def sweep_back(psi, lam, shared, batched, program: Program, want_states=True):
+    """The adjoint method's step over a program: (ψ and λ before it, or None where not
+    ``want_states``; Σ λ_after ψ_before† per shared slot, the same per sample for the batched
+    slots; None for slots without gradient) from ψ and λ after it."""
     return native.program_grad(psi.resolve_conj().contiguous(), lam.resolve_conj().contiguous(), shared.detach(),
                                None if batched is None else batched.detach(), program.code, program.inverse,
-                               program.bits, want_state=True)
+                               program.bits, want_state=want_states, want_input_grad=want_states,
+                               want_shared=shared.requires_grad,
+                               want_batched=batched is not None and batched.requires_grad)

@@ -4,7 +4,10 @@ One step = forward + backward + Adam step of a QuantumLayer (RY angle encoding o
 per layer RX, RY, RZ on every wire then a ring of CNOTs; ⟨Z⟩ on every wire; MSE loss),
 complex64, batch 256, per diff_method, for n = 10 and n = 14 with 4 layers.
 
-    python benchmarks/layers.py [--widths 2,3,4,5] [--threads 2]
+    python benchmarks/layers.py [--engines programs,blocks] [--widths 4,5] [--threads 2]
+
+On the CPU the engine runs these circuits as local programs (kernels/program.py; the fusion
+width does not apply); ``blocks`` is the fused-block engine (GPU, registers past 14 qubits).
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
+from torchquantum_layers import engine  # noqa: E402
 
 from common import (  # noqa: E402
     add_runtime_flags, keep_memory_if_asked, machine, set_threads, table, timeit, today)
@@ -45,7 +49,8 @@ def step_time(n, width, method, batch=256, n_layers=4, device="cpu"):
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("--widths", default="2,3,4,5")
+    ap.add_argument("--widths", default="4,5", help="max_fused_wires of the blocks engine")
+    ap.add_argument("--engines", default="programs,blocks")
     ap.add_argument("--sizes", default="10,14")
     ap.add_argument("--methods", default="backprop,adjoint,parameter-shift")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -56,17 +61,23 @@ def main(argv=None):
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:
         for method in args.methods.split(","):
-            widths = [int(w) for w in args.widths.split(",")] if method != "parameter-shift" else [None]
-            for width in widths:
-                if method == "parameter-shift" and n > 10:
+            if method == "parameter-shift" and n > 10:
+                continue
+            for name in args.engines.split(","):
+                if method == "parameter-shift" and name != args.engines.split(",")[0]:
                     continue
-                t = step_time(n, width, method, device=args.device)
-                rows.append([n, method, width or "default", f"{t * 1e3:.1f}"])
-                print(f"done n={n} {method} k={width}", file=sys.stderr, flush=True)
+                engine.USE_PROGRAMS = name == "programs"
+                widths = [None] if name == "programs" or method == "parameter-shift" else \
+                    [int(w) for w in args.widths.split(",")]
+                for width in widths:
+                    t = step_time(n, width, method, device=args.device)
+                    rows.append([n, method, name, width or "-", f"{t * 1e3:.1f}"])
+                    print(f"done n={n} {method} {name} k={width}", file=sys.stderr, flush=True)
+    engine.USE_PROGRAMS = True
     print(f"# layers benchmark, {today()}, {machine()}, device {args.device}")
     print("one training step (forward + backward + Adam) at batch 256, 4 layers, complex64"
           + (", keep_freed_memory() applied" if kept else ""))
-    print(table(rows, ["n", "diff_method", "max_fused_wires", "ms/step"]))
+    print(table(rows, ["n", "diff_method", "engine", "max_fused_wires", "ms/step"]))
 
 
 if __name__ == "__main__":

@@ -68,6 +68,15 @@ def _dense_ops(entries, shared, batched, n, b):
     return out
 
 
+def _random_case(n, B, seed, length, dtype, leading=()):
+    """(rng, program, shared, batched, ψ) of a random program after the ``leading`` entries."""
+    rng = np.random.default_rng(seed)
+    entries = list(leading) + _random_program(n, rng, length=length)
+    shared, batched = _tensors(*_slot_matrices(entries, B, rng), dtype)
+    psi = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
+    return rng, P.Program.build(n, entries), shared, batched, psi
+
+
 def _tensors(shared, batched, dtype):
     sh = torch.as_tensor(shared, dtype=dtype)
     ba = None if batched is None else torch.as_tensor(batched, dtype=dtype)
@@ -135,11 +144,7 @@ def test_program_gradients_match_the_analytic_formulas(n, dtype):
 
 def test_adjoint_sweep_recovers_the_input_state(dtype, atol):
     n, B = 8, 5
-    rng = np.random.default_rng(3)
-    entries = _random_program(n, rng, length=30)
-    program = P.Program.build(n, entries)
-    shared, batched = _tensors(*_slot_matrices(entries, B, rng), dtype)
-    psi = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
+    rng, program, shared, batched, psi = _random_case(n, B, 3, 30, dtype)
     lam = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
     out = P.run(psi, shared, batched, program)
     lam_out = P.run(lam, shared, batched, program)
@@ -149,12 +154,7 @@ def test_adjoint_sweep_recovers_the_input_state(dtype, atol):
 
 
 def test_replay_is_the_same_program(dtype, atol):
-    n, B = 5, 2
-    rng = np.random.default_rng(4)
-    entries = _random_program(n, rng, length=13)
-    program = P.Program.build(n, entries)
-    shared, batched = _tensors(*_slot_matrices(entries, B, rng), dtype)
-    psi = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
+    _, program, shared, batched, psi = _random_case(5, 2, 4, 13, dtype)
     np.testing.assert_allclose(_np(P.replay(psi, shared, batched, program)),
                                _np(P.run(psi, shared, batched, program)), atol=atol)
 
@@ -196,6 +196,7 @@ def test_a_layered_circuit_is_one_program_with_one_table_per_ring(dtype):
     kinds = prog.code[:, 0].tolist()
     assert kinds.count(1) == layers                      # one merged permutation per CNOT ring
     assert prog.n_batched == n                           # the encoding: one per-sample slot per wire
+    assert kinds[:n] == [2] * n                          # ... all first (the sweep can stop above them)
     assert prog.n_shared == n * layers                   # RX·RZ of each wire and layer: one slot
     assert plan.steps[0].ops == []                       # no product state built in torch
 
@@ -246,11 +247,7 @@ def test_a_partial_sweep_returns_what_the_full_one_does(wanted, dtype):
     analytic-formula test checks)."""
     from torchquantum_layers.kernels import native
     n, B = 6, 3
-    rng = np.random.default_rng(6)
-    entries = [("gate", w, True) for w in range(n)] + _random_program(n, rng, length=10)
-    program = P.Program.build(n, entries)
-    shared, batched = _tensors(*_slot_matrices(entries, B, rng), dtype)
-    psi = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
+    rng, program, shared, batched, psi = _random_case(n, B, 6, 10, dtype, [("gate", w, True) for w in range(n)])
     g = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
     args = (psi, g, shared, batched, program.code, program.inverse, n)
     full = native.program_grad(*args, want_state=True)

@@ -100,9 +100,12 @@ def test_program_matches_dense_oracle(n, dtype, atol):
 
 
 @pytest.mark.parametrize("n", [2, 3, 7])
-def test_program_gradients_match_the_analytic_formulas(n, dtype):
+@pytest.mark.parametrize("checkpoints", [True, False], ids=["checkpoints", "uncompute"])
+def test_program_gradients_match_the_analytic_formulas(n, checkpoints, dtype, monkeypatch):
     """L = Re Σ conj(c) ψ_out: ∂L/∂ψ_in = U† c per sample; a slot's gradient is Σ g_after ψ_before†
-    over the other wires (summed over samples for shared slots)."""
+    over the other wires (summed over samples for shared slots). Backward either reads the
+    states kept at group ends or un-computes ψ from the output."""
+    monkeypatch.setattr(P, "CHECKPOINT_BYTES", 2 ** 28 if checkpoints else 0)
     B = 4
     rng = np.random.default_rng(10 + n)
     entries = _random_program(n, rng, length=11)
@@ -257,3 +260,15 @@ def test_a_partial_sweep_returns_what_the_full_one_does(wanted, dtype):
             np.testing.assert_allclose(_np(b), _np(a), atol=1e-5 if dtype == torch.complex64 else 1e-12)
         else:
             assert b is None
+
+
+def test_groups_of_commuting_gates_end_in_checkpoints():
+    """Gates on distinct bits between permutations form one group; a repeated bit or a
+    permutation starts the next; each group's last op keeps a checkpoint."""
+    n = 3
+    perm = torch.arange(2 ** n).flip(0)
+    entries = [("gate", 0, False), ("gate", 1, True), ("gate", 0, False), ("perm", perm), ("gate", 2, False)]
+    program = P.Program.build(n, entries)
+    assert program.group.tolist() == [0, 0, 2, 3, 4]
+    assert program.save.tolist() == [-1, 0, 1, -1, 2]
+    assert program.n_checkpoints == 3

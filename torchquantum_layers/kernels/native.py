@@ -106,10 +106,14 @@ def _load():
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, cint]
         getattr(lib, name).restype = None
     for name in ("tql_program_c64", "tql_program_c128"):
-        getattr(lib, name).argtypes = [vp, i64, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, cint]
+        getattr(lib, name).argtypes = [vp, i64, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, vp, vp, cint]
         getattr(lib, name).restype = None
     for name in ("tql_program_grad_c64", "tql_program_grad_c128"):
         getattr(lib, name).argtypes = [vp, vp, vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, i64, vp, i64, vp,
+                                       cint]
+        getattr(lib, name).restype = None
+    for name in ("tql_program_grad_ckpt_c64", "tql_program_grad_ckpt_c128"):
+        getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp, i64, vp, i64, vp,
                                        cint]
         getattr(lib, name).restype = None
     return lib, f"in use ({path})"
@@ -315,17 +319,49 @@ def _program_operands(state, shared, batched, bits):
 
 
 def run_program(state: torch.Tensor, shared, batched, code: torch.Tensor, perms: torch.Tensor,
-                bits: int) -> torch.Tensor:
+                bits: int, checkpoints=None, save=None) -> torch.Tensor:
     """The local program ``code`` (see program.c) on every chunk of 2^bits amplitudes of a plain
     CPU state: ``shared`` (G, 2, 2) matrices, ``batched`` (B, Gb, 2, 2) ones per sample (or None).
-    A state of one row with B sets of ``batched`` gives B rows (the row is read, not copied)."""
+    A state of one row with B sets of ``batched`` gives B rows (the row is read, not copied).
+    ``checkpoints`` (K, B, N) receives the state after each op k with ``save[k]`` >= 0."""
     rows = state.shape[0] if batched is None else batched.shape[0]
     out = torch.empty(rows, state.shape[1], dtype=state.dtype)
     chunks, sh, ba, stride, shift = _program_operands(out, shared, batched, bits)
     fn = library().tql_program_c64 if state.dtype == torch.complex64 else library().tql_program_c128
     fn(state.data_ptr(), state.numel() >> bits, out.data_ptr(), chunks, bits, code.shape[0], code.data_ptr(),
-       sh.data_ptr(), ba.data_ptr(), stride, shift, perms.data_ptr(), torch.get_num_threads())
+       sh.data_ptr(), ba.data_ptr(), stride, shift, perms.data_ptr(),
+       None if checkpoints is None else checkpoints.data_ptr(), None if save is None else save.data_ptr(),
+       torch.get_num_threads())
     return out
+
+
+def _grams(rows, shared, batched, want_shared, want_batched):
+    n_shared = shared.shape[-3] if shared is not None else 0
+    n_own = batched.shape[-3] if batched is not None else 0
+    gram_shared = torch.zeros(n_shared, 2, 2, dtype=torch.complex128) if want_shared and n_shared else None
+    gram_own = torch.zeros(rows, n_own, 2, 2, dtype=torch.complex128) if want_batched and n_own else None
+    return n_shared, gram_shared, n_own, gram_own
+
+
+def _ptr(t):
+    return None if t is None else t.data_ptr()
+
+
+def program_grad_checkpointed(grad: torch.Tensor, shared, batched, code, inverse_perms, bits: int, checkpoints,
+                              save, group, want_input_grad=True, want_shared=True, want_batched=True):
+    """:func:`program_grad` for backprop from the states :func:`run_program` kept in
+    ``checkpoints`` (see program.c): ψ is read there, never un-computed. Returns (grad before the
+    program, shared slots' gradient, per-sample slots' gradient), each None where not asked."""
+    g = grad.resolve_conj().contiguous()
+    chunks, sh, ba, stride, shift = _program_operands(g, shared, batched, bits)
+    n_shared, gram_shared, n_own, gram_own = _grams(g.shape[0], shared, batched, want_shared, want_batched)
+    g_in = torch.empty_like(g) if want_input_grad else None
+    fn = library().tql_program_grad_ckpt_c64 if g.dtype == torch.complex64 else library().tql_program_grad_ckpt_c128
+    fn(g.data_ptr(), _ptr(g_in), chunks, bits, code.shape[0], code.data_ptr(), sh.data_ptr(), ba.data_ptr(), stride,
+       shift, inverse_perms.data_ptr(), checkpoints.data_ptr(), save.data_ptr(), group.data_ptr(), n_shared,
+       _ptr(gram_shared), n_own, _ptr(gram_own), torch.get_num_threads())
+    return (g_in, None if gram_shared is None else gram_shared.to(g.dtype),
+            None if gram_own is None else gram_own.to(g.dtype))
 
 
 def program_grad(psi: torch.Tensor, grad: torch.Tensor, shared, batched, code: torch.Tensor,
@@ -337,19 +373,12 @@ def program_grad(psi: torch.Tensor, grad: torch.Tensor, shared, batched, code: t
     asked for (or absent), and the sweep does only what the asked ones need."""
     chunks, sh, ba, stride, shift = _program_operands(psi, shared, batched, bits)
     g = grad.resolve_conj().contiguous()
-    n_shared = shared.shape[-3] if shared is not None else 0
-    n_own = batched.shape[-3] if batched is not None else 0
-    want_shared, want_batched = want_shared and n_shared > 0, want_batched and n_own > 0
+    n_shared, gram_shared, n_own, gram_own = _grams(psi.shape[0], shared, batched, want_shared, want_batched)
     psi_in = torch.empty_like(psi) if want_state else None
     g_in = torch.empty_like(psi) if want_input_grad else None
-    gram_shared = torch.zeros(n_shared, 2, 2, dtype=torch.complex128) if want_shared else None
-    gram_own = torch.zeros(psi.shape[0], n_own, 2, 2, dtype=torch.complex128) if want_batched else None
-
-    def ptr(t):
-        return None if t is None else t.data_ptr()
     fn = library().tql_program_grad_c64 if psi.dtype == torch.complex64 else library().tql_program_grad_c128
-    fn(psi.data_ptr(), g.data_ptr(), ptr(psi_in), ptr(g_in), chunks, bits, code.shape[0], code.data_ptr(),
-       sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(), n_shared, ptr(gram_shared), n_own,
-       ptr(gram_own), torch.get_num_threads())
+    fn(psi.data_ptr(), g.data_ptr(), _ptr(psi_in), _ptr(g_in), chunks, bits, code.shape[0], code.data_ptr(),
+       sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(), n_shared, _ptr(gram_shared), n_own,
+       _ptr(gram_own), torch.get_num_threads())
     return (psi_in, g_in, None if gram_shared is None else gram_shared.to(psi.dtype),
             None if gram_own is None else gram_own.to(psi.dtype))

@@ -68,7 +68,35 @@ static void back_scalar_##SUF(T *x, T *g, int64_t len, int bit, const T *d, doub
         } \
     for (int k = 0; k < 8; ++k) acc[k] += sum[k]; \
 } \
+/* acc += (sum of g[a] conj(x[c]) over the pairs) u: a gate's gradient from the states after it */ \
+static void gram_scalar_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc) { \
+    const int64_t s = (int64_t)1 << bit; \
+    double M[8] = {0}; \
+    for (int64_t base = 0; base < len; base += 2 * s) \
+        for (int64_t r = base; r < base + s; ++r) \
+            GRAM_PAIR(M, g + 2 * r, g + 2 * (r + s), x + 2 * r, x + 2 * (r + s)) \
+    add_product_##SUF(acc, M, u); \
+} \
 VECTOR_CODE( \
+static void gram_wide_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc) { \
+    VEC_##SUF s00 = ZERO_##SUF(), x00 = ZERO_##SUF(), s01 = ZERO_##SUF(), x01 = ZERO_##SUF(); \
+    VEC_##SUF s10 = ZERO_##SUF(), x10 = ZERO_##SUF(), s11 = ZERO_##SUF(), x11 = ZERO_##SUF(); \
+    const int64_t s = (int64_t)1 << bit; \
+    for (int64_t base = 0; base < len; base += 2 * s) \
+        for (int64_t r = base; r < base + s; r += LANES_##SUF) { \
+            const VEC_##SUF P = LOAD_##SUF(x + 2 * r), Q = LOAD_##SUF(x + 2 * (r + s)); \
+            const VEC_##SUF Ps = SWAP_##SUF(P), Qs = SWAP_##SUF(Q); \
+            const VEC_##SUF U = LOAD_##SUF(g + 2 * r), V = LOAD_##SUF(g + 2 * (r + s)); \
+            s00 = FMA_##SUF(U, P, s00); x00 = FMA_##SUF(U, Ps, x00); \
+            s01 = FMA_##SUF(U, Q, s01); x01 = FMA_##SUF(U, Qs, x01); \
+            s10 = FMA_##SUF(V, P, s10); x10 = FMA_##SUF(V, Ps, x10); \
+            s11 = FMA_##SUF(V, Q, s11); x11 = FMA_##SUF(V, Qs, x11); \
+        } \
+    const VEC_##SUF sign = SIGNS_##SUF(); \
+    const double M[8] = {HSUM_##SUF(s00), HSUM_##SUF(MUL_##SUF(x00, sign)), HSUM_##SUF(s01), HSUM_##SUF(MUL_##SUF(x01, sign)), \
+                         HSUM_##SUF(s10), HSUM_##SUF(MUL_##SUF(x10, sign)), HSUM_##SUF(s11), HSUM_##SUF(MUL_##SUF(x11, sign))}; \
+    add_product_##SUF(acc, M, u); \
+} \
 /* stride >= LANES: the pair members fill whole registers */ \
 static void gate_wide_##SUF(T *x, int64_t len, int bit, const T *m) { \
     const VEC_##SUF ar = SET1_##SUF(m[0]), ai = SET1_##SUF(m[1]), br = SET1_##SUF(m[2]), bi = SET1_##SUF(m[3]); \
@@ -120,6 +148,28 @@ static void lane_coefs_##SUF(const T *m, int bit, T coefs[4][2 * LANES_##SUF]) {
         } \
     } \
 } \
+/* the lane accumulators of a bit inside the register -> the Gram M; acc += M u */ \
+static void lane_gram_##SUF(VEC_##SUF sD, VEC_##SUF sX, VEC_##SUF pD, VEC_##SUF pX, int bit, const T *u, double *acc) { \
+    T own_d[2 * LANES_##SUF], own_x[2 * LANES_##SUF], part_d[2 * LANES_##SUF], part_x[2 * LANES_##SUF]; \
+    STORE_##SUF(own_d, sD); STORE_##SUF(own_x, sX); STORE_##SUF(part_d, pD); STORE_##SUF(part_x, pX); \
+    double M[8] = {0}; \
+    for (int l = 0; l < LANES_##SUF; ++l) { \
+        const int a = (l >> bit) & 1; \
+        double *self = M + 6 * a, *cross = M + (a ? 4 : 2);  /* M[a][a], M[a][1 - a] */ \
+        self[0] += own_d[2 * l] + own_d[2 * l + 1]; self[1] += own_x[2 * l + 1] - own_x[2 * l]; \
+        cross[0] += part_d[2 * l] + part_d[2 * l + 1]; cross[1] += part_x[2 * l + 1] - part_x[2 * l]; \
+    } \
+    add_product_##SUF(acc, M, u); \
+} \
+static void gram_narrow_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc) { \
+    VEC_##SUF sD = ZERO_##SUF(), sX = ZERO_##SUF(), pD = ZERO_##SUF(), pX = ZERO_##SUF(); \
+    for (int64_t i = 0; i < len; i += LANES_##SUF) { \
+        const VEC_##SUF X = LOAD_##SUF(x + 2 * i), P = NEAR_##SUF(X, bit), G = LOAD_##SUF(g + 2 * i); \
+        sD = FMA_##SUF(G, X, sD); sX = FMA_##SUF(G, SWAP_##SUF(X), sX); \
+        pD = FMA_##SUF(G, P, pD); pX = FMA_##SUF(G, SWAP_##SUF(P), pX); \
+    } \
+    lane_gram_##SUF(sD, sX, pD, pX, bit, u, acc); \
+} \
 static void gate_narrow_##SUF(T *x, int64_t len, int bit, const T *m) { \
     T coefs[4][2 * LANES_##SUF]; \
     lane_coefs_##SUF(m, bit, coefs); \
@@ -144,16 +194,7 @@ static void back_narrow_##SUF(T *x, T *g, int64_t len, int bit, const T *d, cons
         STORE_##SUF(x + 2 * i, VMAT(SUF, sr, si, pr, pi, X, Xs, P, Ps)); \
         STORE_##SUF(g + 2 * i, VMAT(SUF, sr, si, pr, pi, G, SWAP_##SUF(G), Gp, SWAP_##SUF(Gp))); \
     } \
-    T own_d[2 * LANES_##SUF], own_x[2 * LANES_##SUF], part_d[2 * LANES_##SUF], part_x[2 * LANES_##SUF]; \
-    STORE_##SUF(own_d, sD); STORE_##SUF(own_x, sX); STORE_##SUF(part_d, pD); STORE_##SUF(part_x, pX); \
-    double M[8] = {0}; \
-    for (int l = 0; l < LANES_##SUF; ++l) { \
-        const int a = (l >> bit) & 1; \
-        double *self = M + 6 * a, *cross = M + (a ? 4 : 2);  /* M[a][a], M[a][1 - a] */ \
-        self[0] += own_d[2 * l] + own_d[2 * l + 1]; self[1] += own_x[2 * l + 1] - own_x[2 * l]; \
-        cross[0] += part_d[2 * l] + part_d[2 * l + 1]; cross[1] += part_x[2 * l + 1] - part_x[2 * l]; \
-    } \
-    add_product_##SUF(acc, M, m); \
+    lane_gram_##SUF(sD, sX, pD, pX, bit, m, acc); \
 } \
 ) \
 static void gate_##SUF(T *x, int64_t len, int bit, const T *m) { \
@@ -169,6 +210,12 @@ static void back_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m,
     if (len >= LANES_##SUF) { back_narrow_##SUF(x, g, len, bit, d, m, acc); return; } ) \
     back_scalar_##SUF(x, g, len, bit, d, acc); \
 } \
+static void gram_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc) { \
+    VECTOR_CODE( \
+    if (bit >= LOG_LANES_##SUF) { gram_wide_##SUF(x, g, len, bit, u, acc); return; } \
+    if (len >= LANES_##SUF) { gram_narrow_##SUF(x, g, len, bit, u, acc); return; } ) \
+    gram_scalar_##SUF(x, g, len, bit, u, acc); \
+} \
 static void gather_##SUF(T *restrict y, const T *restrict x, const int32_t *restrict t, int64_t len) { \
     for (int64_t j = 0; j < len; ++j) memcpy(y + 2 * j, x + 2 * (int64_t)t[j], 2 * sizeof(T)); \
 }
@@ -180,11 +227,14 @@ DEF_PROGRAM_KERNELS(f64, double)
 #undef T
 
 /* out = the program applied to every chunk of in; in holds in_chunks chunks, repeated (a state
- * of one sample broadcast over per-sample matrices is read in place, not copied B times) */
+ * of one sample broadcast over per-sample matrices is read in place, not copied B times).
+ * ckpt (optional): the state after op k is kept in checkpoint save[k] (>= 0), laid out as
+ * (checkpoints, chunks, 2^nb), for the checkpointed backward below. */
 #define DEF_PROGRAM(NAME, T, SUF) \
 void NAME(const T *restrict in, int64_t in_chunks, T *restrict out, int64_t chunks, int64_t nb, int64_t n_code, \
           const int64_t *restrict code, const T *restrict shared, const T *restrict batched, int64_t stride, \
-          int64_t shift, const int32_t *restrict perms, int nthreads) { \
+          int64_t shift, const int32_t *restrict perms, T *restrict ckpt, const int64_t *restrict save, \
+          int nthreads) { \
     const int64_t len = (int64_t)1 << nb; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
     { \
@@ -202,6 +252,7 @@ void NAME(const T *restrict in, int64_t in_chunks, T *restrict out, int64_t chun
                 } else { \
                     gate_##SUF(cur, len, (int)op[1], (op[0] == 0 ? shared : own) + 8 * op[2]); \
                 } \
+                if (ckpt && save[k] >= 0) memcpy(ckpt + 2 * len * (save[k] * chunks + c), cur, 2 * len * sizeof(T)); \
             } \
             if (cur != home) memcpy(home, cur, 2 * len * sizeof(T)); \
         } \
@@ -290,3 +341,63 @@ void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *res
 }
 DEF_PROGRAM_GRAD(tql_program_grad_c64, float, f32)
 DEF_PROGRAM_GRAD(tql_program_grad_c128, double, f64)
+
+/* The backward sweep from checkpoints (backprop, where memory allows): the ops form groups of
+ * consecutive gates on distinct bits, which commute, so each gate's gradient is (Gram of g and
+ * psi at the group's end) U, from the checkpoint kept there: psi is never un-computed, only g.
+ * group[k]: the first op of k's group (gates), save[k]: the checkpoint after op k (group ends). */
+#define DEF_PROGRAM_GRAD_CKPT(NAME, T, SUF) \
+void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int64_t n_code, \
+          const int64_t *restrict code, const T *restrict shared, const T *restrict batched, int64_t stride, \
+          int64_t shift, const int32_t *restrict inv, const T *restrict ckpt, const int64_t *restrict save, \
+          const int64_t *restrict group, int64_t n_shared, double *restrict gram_shared, int64_t n_own, \
+          double *restrict gram_own, int nthreads) { \
+    const int64_t len = (int64_t)1 << nb, per = (int64_t)1 << shift; \
+    int64_t first_gram = n_code; \
+    for (int64_t k = n_code - 1; k >= 0; --k) \
+        if ((code[3 * k] == 0 && gram_shared) || (code[3 * k] == 2 && gram_own)) first_gram = k; \
+    const int64_t stop = g_in ? 0 : first_gram; \
+    _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
+    { \
+        T *scratch = (T *)malloc(2 * 2 * len * sizeof(T)); \
+        double *acc = gram_shared ? (double *)calloc((size_t)(8 * n_shared + 1), sizeof(double)) : NULL; \
+        _Pragma("omp for schedule(static)") \
+        for (int64_t s = 0; s < chunks / per; ++s) \
+            for (int64_t c = s * per; c < (s + 1) * per; ++c) { \
+                T *home = g_in ? g_in + 2 * len * c : scratch + 2 * len, *cg = home, *spare = scratch; \
+                const T *own = batched + s * stride; \
+                double *acc_own = gram_own ? gram_own + s * 8 * n_own : NULL; \
+                memcpy(cg, g + 2 * len * c, 2 * len * sizeof(T)); \
+                for (int64_t k = n_code - 1; k >= stop; --k) { \
+                    const int64_t *op = code + 3 * k; \
+                    if (op[0] == 1) { \
+                        gather_##SUF(spare, cg, inv + op[1], len); \
+                        T *t = cg; cg = spare; spare = t; \
+                        continue; \
+                    } \
+                    const T *psi = ckpt + 2 * len * (save[k] * chunks + c); \
+                    for (int64_t j = k; j >= group[k]; --j) { \
+                        const int64_t *o = code + 3 * j; \
+                        double *a = o[0] == 0 ? acc : acc_own; \
+                        if (a) gram_##SUF(psi, cg, len, (int)o[1], (o[0] == 0 ? shared : own) + 8 * o[2], a + 8 * o[2]); \
+                    } \
+                    for (int64_t j = k; j >= group[k]; --j) { \
+                        const int64_t *o = code + 3 * j; \
+                        T d[8]; \
+                        DAGGER(d, (o[0] == 0 ? shared : own) + 8 * o[2]) \
+                        gate_##SUF(cg, len, (int)o[1], d); \
+                    } \
+                    k = group[k]; \
+                } \
+                if (g_in && cg != home) memcpy(home, cg, 2 * len * sizeof(T)); \
+            } \
+        if (acc) { \
+            _Pragma("omp critical") \
+            for (int64_t k = 0; k < 8 * n_shared; ++k) gram_shared[k] += acc[k]; \
+            free(acc); \
+        } \
+        free(scratch); \
+    } \
+}
+DEF_PROGRAM_GRAD_CKPT(tql_program_grad_ckpt_c64, float, f32)
+DEF_PROGRAM_GRAD_CKPT(tql_program_grad_ckpt_c128, double, f64)

@@ -25,6 +25,10 @@ from .apply import apply_matrix_unchecked
 # A row lives in cache while its program runs: the backward sweep holds four rows (ψ, g and a
 # spare of each for permutations), which must fit the 1 MiB L2 of the machines measured.
 MAX_ROW_BYTES = 2 ** 17
+# Backprop keeps the state at each group end (a layer of rotations) when all of them take at
+# most this much: its backward then reads ψ instead of un-computing it (two thirds of the
+# multiply-adds). Deeper programs sweep back from the output, like the adjoint method.
+CHECKPOINT_BYTES = 2 ** 28
 
 
 @dataclass(eq=False)
@@ -38,6 +42,31 @@ class Program:
     code: torch.Tensor
     perms: torch.Tensor
     inverse: torch.Tensor
+    # backprop's checkpoints: consecutive gates on distinct bits form a group (they commute);
+    # group[k] is the first op of k's group, save[k] the checkpoint after op k at a group's end
+    group: torch.Tensor = None
+    save: torch.Tensor = None
+    n_checkpoints: int = 0
+
+    def __post_init__(self):
+        group, save, count, bits, start = [], [], 0, set(), None
+        for k, (kind, a, _) in enumerate(self.code.tolist()):
+            if kind == 1:
+                group.append(k)
+                bits, start = set(), None
+            else:
+                if start is None or a in bits:
+                    start, bits = k, set()
+                bits.add(a)
+                group.append(start)
+        for k in range(len(group)):
+            gate = self.code[k, 0].item() != 1
+            ends = gate and (k + 1 == len(group) or self.code[k + 1, 0].item() == 1 or group[k + 1] != group[k])
+            save.append(count if ends else -1)
+            count += ends
+        self.group = torch.tensor(group, dtype=torch.int64)
+        self.save = torch.tensor(save, dtype=torch.int64)
+        self.n_checkpoints = count
 
     @classmethod
     def build(cls, n, entries):
@@ -91,9 +120,14 @@ def _operands(state, batched=None):
 class _Run(torch.autograd.Function):
     @staticmethod
     def forward(ctx, state, shared, batched, program):
+        rows = state.shape[0] if batched is None else batched.shape[0]
+        size = program.n_checkpoints * rows * state.shape[1] * state.element_size()
+        ckpt = None
+        if 0 < size <= CHECKPOINT_BYTES:
+            ckpt = torch.empty(program.n_checkpoints, rows, state.shape[1], dtype=state.dtype)
         out = native.run_program(state, shared.detach(), None if batched is None else batched.detach(),
-                                 program.code, program.perms, program.bits)
-        ctx.program = program
+                                 program.code, program.perms, program.bits, ckpt, program.save)
+        ctx.program, ctx.checkpoints = program, ckpt
         ctx.save_for_backward(state, out, shared, batched)
         return out
 
@@ -108,10 +142,16 @@ class _Run(torch.autograd.Function):
                 grads = iter(torch.autograd.grad(replay(state, shared, batched, ctx.program), ins, grad,
                                                  create_graph=True, allow_unused=True))
             return tuple(next(grads) if need else None for need in needs) + (None,)
-        _, g_in, g_shared, g_batched = native.program_grad(
-            out, grad, shared.detach(), None if batched is None else batched.detach(), ctx.program.code,
-            ctx.program.inverse, ctx.program.bits, want_state=False, want_input_grad=needs[0],
-            want_shared=needs[1], want_batched=needs[2])
+        mats = (shared.detach(), None if batched is None else batched.detach())
+        p = ctx.program
+        if ctx.checkpoints is not None:
+            g_in, g_shared, g_batched = native.program_grad_checkpointed(
+                grad, *mats, p.code, p.inverse, p.bits, ctx.checkpoints, p.save, p.group,
+                want_input_grad=needs[0], want_shared=needs[1], want_batched=needs[2])
+        else:
+            _, g_in, g_shared, g_batched = native.program_grad(
+                out, grad, *mats, p.code, p.inverse, p.bits, want_state=False, want_input_grad=needs[0],
+                want_shared=needs[1], want_batched=needs[2])
         if needs[0] and state.shape[0] != g_in.shape[0]:
             g_in = g_in.sum(0, keepdim=True)          # one row read by every sample
         return g_in, g_shared if needs[1] else None, g_batched if needs[2] else None, None

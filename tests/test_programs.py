@@ -33,8 +33,11 @@ def _random_program(n, rng, length=9):
     ("perm", table), at least one of each kind where n allows."""
     entries = []
     for i in range(length):
-        if i % 4 == 2:
+        if i % 8 == 2:
             entries.append(("perm", torch.as_tensor(rng.permutation(2 ** n))))
+        elif i % 8 == 6:        # a monomial: phases on the permuted amplitudes
+            phases = torch.as_tensor(np.exp(1j * rng.uniform(0, 2 * np.pi, 2 ** n)))
+            entries.append(("perm", torch.as_tensor(rng.permutation(2 ** n)), phases))
         else:
             entries.append(("gate", int(rng.integers(n)), bool(i % 3 == 0)))
     return entries
@@ -56,8 +59,8 @@ def _dense_ops(entries, shared, batched, n, b):
     for e in entries:
         if e[0] == "perm":
             t = e[1].numpy()
-            m = np.zeros((2 ** n, 2 ** n))
-            m[np.arange(2 ** n), t] = 1            # new[j] = old[t[j]]
+            m = np.zeros((2 ** n, 2 ** n), dtype=complex)
+            m[np.arange(2 ** n), t] = 1 if len(e) == 2 else e[2].numpy()     # new[j] = d[j] old[t[j]]
             out.append((m, None))
         else:
             _, wire, per_sample = e
@@ -272,3 +275,26 @@ def test_groups_of_commuting_gates_end_in_checkpoints():
     assert program.group.tolist() == [0, 0, 2, 3, 4]
     assert program.save.tolist() == [-1, 0, 1, -1, 2]
     assert program.n_checkpoints == 3
+
+
+def test_fixed_diagonal_gates_merge_into_the_permutation_tables(dtype, atol):
+    """CZ / CCZ rings between rotation layers: one program, one monomial table per ring (the
+    permutation part the identity, the phases ±1), against the dense oracle."""
+    n = 4
+    c = tql.Circuit(n, dtype=dtype)
+    for _ in range(2):
+        for w in range(n):
+            c.ry(w, trainable=True)
+        for w in range(n - 1):
+            c.cz(w, w + 1)
+        c.ccz(0, 2, 3)
+        c.cnot(3, 0)
+    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
+    assert [s.kind for s in plan.steps] == ["prefix", "program"]
+    prog = plan.steps[1].program
+    assert prog.code[:, 0].tolist().count(1) == 2 and prog.phases is not None
+    w = _np(c.weights)
+    ops = [(op.gate.name, op.wires, [a.scale * w[a.index] for a in op.angles]) for op in c.ops]
+    zero = np.zeros(2 ** n)
+    zero[0] = 1
+    np.testing.assert_allclose(_np(c()[0]), oracle.run_ops(ops, n, zero[None])[0], atol=atol)

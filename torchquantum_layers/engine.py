@@ -20,7 +20,8 @@ from itertools import groupby
 import torch
 
 from .block_matrices import prefix_state, program_matrices, shared_block_matrices, single_wire_tables, step_matrix
-from .kernels.apply import apply_matrix_unchecked, apply_permutation_unchecked, permute_span, reorder_matrix
+from .kernels.apply import (apply_diagonal_unchecked, apply_matrix_unchecked, apply_permutation_unchecked, permute_span,
+                            reorder_matrix)
 from .kernels.layout import relayout, rotate
 from .kernels import program as programs
 
@@ -139,8 +140,14 @@ def _reads_input(op):
     return any(_angle_kind(a) == "input" for a in op.angles)
 
 
+def _monomial(op):
+    """A permutation, or a diagonal gate without parameters (CZ, CCZ): merged into index tables."""
+    gate = op.gate
+    return not gate.takes_data and (gate.kind == "permutation" or (gate.kind == "diagonal" and gate.n_params == 0))
+
+
 def _programmable(op):
-    return _tabulated(op) or (op.gate.kind == "permutation" and not op.gate.takes_data)
+    return _tabulated(op) or _monomial(op)
 
 
 def _program_fuse(ops, k, n):
@@ -166,8 +173,7 @@ def _program_step(ops, n):
 
     def close_run():
         if run:
-            signature = tuple((tuple(op.gate.perm_fn(len(op.wires))), tuple(op.wires), op.adjoint) for op in run)
-            entries.append(("perm", _merged_permutation(signature, n, "cpu", False)))
+            entries.append(("perm", *_merged_monomial(run, n)))
             run.clear()
             run_wires.clear()
 
@@ -193,8 +199,25 @@ def _program_step(ops, n):
     entries = _by_level(entries)
     slots = [(e[1], e[3], e[2]) for e in entries if e[0] == "gate"]
     step = Step("program", tuple(range(n)), list(ops), slots=slots)
-    step.program = programs.Program.build(n, [e[:3] for e in entries])
+    step.program = programs.Program.build(n, [e[:3] if e[0] == "gate" else e for e in entries])
     return step
+
+
+def _merged_monomial(run, n):
+    """(t, d or None): consecutive permutations and fixed diagonals as new[j] = d[j] old[t[j]]."""
+    idx, phase = torch.arange(2 ** n), None
+    for op in run:
+        if op.gate.kind == "permutation":
+            t = _merged_permutation(((tuple(op.gate.perm_fn(len(op.wires))), tuple(op.wires), op.adjoint),),
+                                    n, "cpu", False)
+            idx = idx[t]
+            phase = None if phase is None else phase[t]
+        else:
+            diag = op.gate.diag_fn((), len(op.wires), torch.complex128, None, "cpu")
+            diag = diag.conj() if op.adjoint else diag
+            row = apply_diagonal_unchecked(torch.ones(1, 2 ** n, dtype=torch.complex128), diag, op.wires, n)[0]
+            phase = row if phase is None else phase * row
+    return idx, phase
 
 
 def _by_level(entries):

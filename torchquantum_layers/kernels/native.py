@@ -106,15 +106,15 @@ def _load():
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, cint]
         getattr(lib, name).restype = None
     for name in ("tql_program_c64", "tql_program_c128"):
-        getattr(lib, name).argtypes = [vp, i64, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, vp, vp, cint]
+        getattr(lib, name).argtypes = [vp, i64, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp, cint]
         getattr(lib, name).restype = None
     for name in ("tql_program_grad_c64", "tql_program_grad_c128"):
-        getattr(lib, name).argtypes = [vp, vp, vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, i64, vp, i64, vp,
-                                       cint]
+        getattr(lib, name).argtypes = [vp, vp, vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, vp, i64, vp, i64,
+                                       vp, cint]
         getattr(lib, name).restype = None
     for name in ("tql_program_grad_ckpt_c64", "tql_program_grad_ckpt_c128"):
-        getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp, i64, vp, i64, vp,
-                                       cint]
+        getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp, vp, i64, vp, i64,
+                                       vp, cint]
         getattr(lib, name).restype = None
     return lib, f"in use ({path})"
 
@@ -306,6 +306,10 @@ def expval_grad(state: torch.Tensor, groups, weights: torch.Tensor, out=None) ->
     return grad
 
 
+def _ptr(t):
+    return None if t is None else t.data_ptr()
+
+
 def _program_operands(state, shared, batched, bits):
     """(chunks, shared (G, 2, 2), batched (B, Gb, 2, 2), reals per sample's set, log2 chunks per
     sample) as the C kernels read them; an absent set is a dummy matrix."""
@@ -319,18 +323,18 @@ def _program_operands(state, shared, batched, bits):
 
 
 def run_program(state: torch.Tensor, shared, batched, code: torch.Tensor, perms: torch.Tensor,
-                bits: int, checkpoints=None, save=None) -> torch.Tensor:
+                bits: int, checkpoints=None, save=None, phases=None) -> torch.Tensor:
     """The local program ``code`` (see program.c) on every chunk of 2^bits amplitudes of a plain
     CPU state: ``shared`` (G, 2, 2) matrices, ``batched`` (B, Gb, 2, 2) ones per sample (or None).
     A state of one row with B sets of ``batched`` gives B rows (the row is read, not copied).
-    ``checkpoints`` (K, B, N) receives the state after each op k with ``save[k]`` >= 0."""
+    ``checkpoints`` (K, B, N) receives the state after each op k with ``save[k]`` >= 0;
+    ``phases``: the monomials' phase tables, of the state's dtype."""
     rows = state.shape[0] if batched is None else batched.shape[0]
     out = torch.empty(rows, state.shape[1], dtype=state.dtype)
     chunks, sh, ba, stride, shift = _program_operands(out, shared, batched, bits)
     fn = library().tql_program_c64 if state.dtype == torch.complex64 else library().tql_program_c128
     fn(state.data_ptr(), state.numel() >> bits, out.data_ptr(), chunks, bits, code.shape[0], code.data_ptr(),
-       sh.data_ptr(), ba.data_ptr(), stride, shift, perms.data_ptr(),
-       None if checkpoints is None else checkpoints.data_ptr(), None if save is None else save.data_ptr(),
+       sh.data_ptr(), ba.data_ptr(), stride, shift, perms.data_ptr(), _ptr(phases), _ptr(checkpoints), _ptr(save),
        torch.get_num_threads())
     return out
 
@@ -343,12 +347,9 @@ def _grams(rows, shared, batched, want_shared, want_batched):
     return n_shared, gram_shared, n_own, gram_own
 
 
-def _ptr(t):
-    return None if t is None else t.data_ptr()
-
-
 def program_grad_checkpointed(grad: torch.Tensor, shared, batched, code, inverse_perms, bits: int, checkpoints,
-                              save, group, want_input_grad=True, want_shared=True, want_batched=True):
+                              save, group, want_input_grad=True, want_shared=True, want_batched=True,
+                              inverse_phases=None):
     """:func:`program_grad` for backprop from the states :func:`run_program` kept in
     ``checkpoints`` (see program.c): ψ is read there, never un-computed. Returns (grad before the
     program, shared slots' gradient, per-sample slots' gradient), each None where not asked."""
@@ -358,7 +359,8 @@ def program_grad_checkpointed(grad: torch.Tensor, shared, batched, code, inverse
     g_in = torch.empty_like(g) if want_input_grad else None
     fn = library().tql_program_grad_ckpt_c64 if g.dtype == torch.complex64 else library().tql_program_grad_ckpt_c128
     fn(g.data_ptr(), _ptr(g_in), chunks, bits, code.shape[0], code.data_ptr(), sh.data_ptr(), ba.data_ptr(), stride,
-       shift, inverse_perms.data_ptr(), checkpoints.data_ptr(), save.data_ptr(), group.data_ptr(), n_shared,
+       shift, inverse_perms.data_ptr(), _ptr(inverse_phases), checkpoints.data_ptr(), save.data_ptr(), group.data_ptr(),
+       n_shared,
        _ptr(gram_shared), n_own, _ptr(gram_own), torch.get_num_threads())
     return (g_in, None if gram_shared is None else gram_shared.to(g.dtype),
             None if gram_own is None else gram_own.to(g.dtype))
@@ -366,7 +368,7 @@ def program_grad_checkpointed(grad: torch.Tensor, shared, batched, code, inverse
 
 def program_grad(psi: torch.Tensor, grad: torch.Tensor, shared, batched, code: torch.Tensor,
                  inverse_perms: torch.Tensor, bits: int, want_state: bool, want_input_grad: bool = True,
-                 want_shared: bool = True, want_batched: bool = True):
+                 want_shared: bool = True, want_batched: bool = True, inverse_phases=None):
     """The reverse sweep of :func:`run_program` from its output ``psi`` and the gradient ``grad``
     there: (psi before the program, grad before it, Σ grad_after · psi_before† per shared slot
     (G, 2, 2), the same per sample for the batched slots (B, Gb, 2, 2)); each None where not
@@ -378,7 +380,8 @@ def program_grad(psi: torch.Tensor, grad: torch.Tensor, shared, batched, code: t
     g_in = torch.empty_like(psi) if want_input_grad else None
     fn = library().tql_program_grad_c64 if psi.dtype == torch.complex64 else library().tql_program_grad_c128
     fn(psi.data_ptr(), g.data_ptr(), _ptr(psi_in), _ptr(g_in), chunks, bits, code.shape[0], code.data_ptr(),
-       sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(), n_shared, _ptr(gram_shared), n_own,
+       sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(), _ptr(inverse_phases), n_shared,
+       _ptr(gram_shared), n_own,
        _ptr(gram_own), torch.get_num_threads())
     return (psi_in, g_in, None if gram_shared is None else gram_shared.to(psi.dtype),
             None if gram_own is None else gram_own.to(psi.dtype))

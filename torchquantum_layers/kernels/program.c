@@ -5,8 +5,9 @@
  *
  * code: (kind, a, b) int64 triples. kind 0: the 2 x 2 matrix of shared slot b on bit a (stride
  * 2^a); kind 2: the same with the chunk's own matrix (per sample: one set of `stride` reals per
- * 2^shift consecutive chunks); kind 1: the permutation y[j] = x[t[j]], t = perms + a (2^nb int32
- * entries). Matrices are (2, 2) complex, interleaved (re, im). */
+ * 2^shift consecutive chunks); kind 1: the monomial y[j] = d[j] x[t[j]], t = perms + a (2^nb
+ * int32 entries), d = phases + 2 b (2^nb complex; none when b < 0). Matrices are (2, 2)
+ * complex, interleaved (re, im). */
 #include <stdlib.h>
 #include "simd.h"
 
@@ -216,8 +217,19 @@ static void gram_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u,
     if (len >= LANES_##SUF) { gram_narrow_##SUF(x, g, len, bit, u, acc); return; } ) \
     gram_scalar_##SUF(x, g, len, bit, u, acc); \
 } \
-static void gather_##SUF(T *restrict y, const T *restrict x, const int32_t *restrict t, int64_t len) { \
-    for (int64_t j = 0; j < len; ++j) memcpy(y + 2 * j, x + 2 * (int64_t)t[j], 2 * sizeof(T)); \
+/* y[j] = x[t[j]], times the phase d[j] when d is given (a monomial: permutations and fixed */ \
+/* diagonal gates merged) */ \
+static void gather_##SUF(T *restrict y, const T *restrict x, const int32_t *restrict t, const T *restrict d, \
+                         int64_t len) { \
+    if (!d) { \
+        for (int64_t j = 0; j < len; ++j) memcpy(y + 2 * j, x + 2 * (int64_t)t[j], 2 * sizeof(T)); \
+        return; \
+    } \
+    for (int64_t j = 0; j < len; ++j) { \
+        const T *v = x + 2 * (int64_t)t[j]; \
+        y[2 * j] = d[2 * j] * v[0] - d[2 * j + 1] * v[1]; \
+        y[2 * j + 1] = d[2 * j] * v[1] + d[2 * j + 1] * v[0]; \
+    } \
 }
 #define T float
 DEF_PROGRAM_KERNELS(f32, float)
@@ -233,8 +245,8 @@ DEF_PROGRAM_KERNELS(f64, double)
 #define DEF_PROGRAM(NAME, T, SUF) \
 void NAME(const T *restrict in, int64_t in_chunks, T *restrict out, int64_t chunks, int64_t nb, int64_t n_code, \
           const int64_t *restrict code, const T *restrict shared, const T *restrict batched, int64_t stride, \
-          int64_t shift, const int32_t *restrict perms, T *restrict ckpt, const int64_t *restrict save, \
-          int nthreads) { \
+          int64_t shift, const int32_t *restrict perms, const T *restrict phases, T *restrict ckpt, \
+          const int64_t *restrict save, int nthreads) { \
     const int64_t len = (int64_t)1 << nb; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
     { \
@@ -247,7 +259,7 @@ void NAME(const T *restrict in, int64_t in_chunks, T *restrict out, int64_t chun
             for (int64_t k = 0; k < n_code; ++k) { \
                 const int64_t *op = code + 3 * k; \
                 if (op[0] == 1) { \
-                    gather_##SUF(spare, cur, perms + op[1], len); \
+                    gather_##SUF(spare, cur, perms + op[1], op[2] < 0 ? NULL : phases + 2 * op[2], len); \
                     T *t = cur; cur = spare; spare = t; \
                 } else { \
                     gate_##SUF(cur, len, (int)op[1], (op[0] == 0 ? shared : own) + 8 * op[2]); \
@@ -269,7 +281,7 @@ DEF_PROGRAM(tql_program_c128, double, f64)
 #define DEF_BACK_CHUNK(SUF, T) \
 static void back_chunk_##SUF(const T *psi, const T *g, T *psi_home, T *g_home, T *spare_p, T *spare_g, \
                              int64_t len, int64_t n_code, const int64_t *code, const T *shared, const T *own, \
-                             const int32_t *inv, double *acc_shared, double *acc_own, int64_t stop, \
+                             const int32_t *inv, const T *inv_phases, double *acc_shared, double *acc_own, int64_t stop, \
                              int64_t psi_from) { \
     T *cp = psi_home, *cg = g_home; \
     memcpy(cp, psi, 2 * len * sizeof(T)); \
@@ -279,10 +291,10 @@ static void back_chunk_##SUF(const T *psi, const T *g, T *psi_home, T *g_home, T
         const int keep_psi = k > psi_from;   /* psi before op k is still needed */ \
         if (op[0] == 1) { \
             if (keep_psi) { \
-                gather_##SUF(spare_p, cp, inv + op[1], len); \
+                gather_##SUF(spare_p, cp, inv + op[1], op[2] < 0 ? NULL : inv_phases + 2 * op[2], len); \
                 T *t = cp; cp = spare_p; spare_p = t; \
             } \
-            gather_##SUF(spare_g, cg, inv + op[1], len); \
+            gather_##SUF(spare_g, cg, inv + op[1], op[2] < 0 ? NULL : inv_phases + 2 * op[2], len); \
             T *t = cg; cg = spare_g; spare_g = t; \
         } else { \
             const T *m = (op[0] == 0 ? shared : own) + 8 * op[2]; \
@@ -312,7 +324,8 @@ DEF_BACK_CHUNK(f64, double)
 void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *restrict g_in, int64_t chunks, \
           int64_t nb, int64_t n_code, const int64_t *restrict code, const T *restrict shared, \
           const T *restrict batched, int64_t stride, int64_t shift, const int32_t *restrict inv, \
-          int64_t n_shared, double *restrict gram_shared, int64_t n_own, double *restrict gram_own, int nthreads) { \
+          const T *restrict inv_phases, int64_t n_shared, double *restrict gram_shared, int64_t n_own, \
+          double *restrict gram_own, int nthreads) { \
     const int64_t len = (int64_t)1 << nb, per = (int64_t)1 << shift; \
     int64_t first_gram = n_code; \
     for (int64_t k = n_code - 1; k >= 0; --k) \
@@ -329,7 +342,7 @@ void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *res
             for (int64_t c = s * per; c < (s + 1) * per; ++c) \
                 back_chunk_##SUF(psi + 2 * len * c, g + 2 * len * c, psi_in ? psi_in + 2 * len * c : own_psi, \
                                  g_in ? g_in + 2 * len * c : own_g, scratch, scratch + 2 * len, len, n_code, \
-                                 code, shared, batched + s * stride, inv, acc, \
+                                 code, shared, batched + s * stride, inv, inv_phases, acc, \
                                  gram_own ? gram_own + s * 8 * n_own : NULL, stop, psi_from); \
         if (acc) { \
             _Pragma("omp critical") \
@@ -349,7 +362,8 @@ DEF_PROGRAM_GRAD(tql_program_grad_c128, double, f64)
 #define DEF_PROGRAM_GRAD_CKPT(NAME, T, SUF) \
 void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int64_t n_code, \
           const int64_t *restrict code, const T *restrict shared, const T *restrict batched, int64_t stride, \
-          int64_t shift, const int32_t *restrict inv, const T *restrict ckpt, const int64_t *restrict save, \
+          int64_t shift, const int32_t *restrict inv, const T *restrict inv_phases, const T *restrict ckpt, \
+          const int64_t *restrict save, \
           const int64_t *restrict group, int64_t n_shared, double *restrict gram_shared, int64_t n_own, \
           double *restrict gram_own, int nthreads) { \
     const int64_t len = (int64_t)1 << nb, per = (int64_t)1 << shift; \
@@ -371,7 +385,7 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
                 for (int64_t k = n_code - 1; k >= stop; --k) { \
                     const int64_t *op = code + 3 * k; \
                     if (op[0] == 1) { \
-                        gather_##SUF(spare, cg, inv + op[1], len); \
+                        gather_##SUF(spare, cg, inv + op[1], op[2] < 0 ? NULL : inv_phases + 2 * op[2], len); \
                         T *t = cg; cg = spare; spare = t; \
                         continue; \
                     } \

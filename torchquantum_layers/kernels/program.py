@@ -34,8 +34,9 @@ CHECKPOINT_BYTES = 2 ** 28
 @dataclass(eq=False)
 class Program:
     """``code``: (kind, a, b) int64 rows — kind 0: shared slot matrix b on index bit a; kind 2: the
-    sample's own slot matrix b there; kind 1: the permutation ``new[j] = old[t[j]]``,
-    t = ``perms[a:a + 2^bits]`` (``inverse``: the inverse tables)."""
+    sample's own slot matrix b there; kind 1: the monomial ``new[j] = d[j] old[t[j]]``,
+    t = ``perms[a:a + 2^bits]`` (``inverse``: the inverse tables), d = ``phases[b:b + 2^bits]``
+    or 1 when b < 0 (permutations and parameter-free diagonal gates, merged)."""
     bits: int
     n_shared: int
     n_batched: int
@@ -44,11 +45,13 @@ class Program:
     inverse: torch.Tensor
     # backprop's checkpoints: consecutive gates on distinct bits form a group (they commute);
     # group[k] is the first op of k's group, save[k] the checkpoint after op k at a group's end
+    phases: torch.Tensor = None       # complex128; see phase_tables
     group: torch.Tensor = None
     save: torch.Tensor = None
     n_checkpoints: int = 0
 
     def __post_init__(self):
+        self._phase_cache = {}
         group, save, count, bits, start = [], [], 0, set(), None
         for k, (kind, a, _) in enumerate(self.code.tolist()):
             if kind == 1:
@@ -70,21 +73,40 @@ class Program:
 
     @classmethod
     def build(cls, n, entries):
-        """``entries``: ("gate", wire, per_sample) or ("perm", index tensor over the 2^n basis), in
-        order; the shared and the per-sample slots are each numbered in order of appearance."""
-        code, tables, count = [], [], [0, 0]
+        """``entries``: ("gate", wire, per_sample) or ("perm", index tensor over the 2^n basis[,
+        phases or None]), in order; the shared and the per-sample slots are each numbered in order
+        of appearance."""
+        code, tables, phases, count = [], [], [], [0, 0]
         for entry in entries:
             if entry[0] == "gate":
                 per_sample = int(entry[2])
                 code.append((2 * per_sample, n - 1 - entry[1], count[per_sample]))
                 count[per_sample] += 1
             else:
-                code.append((1, len(tables) * 2 ** n, 0))
+                d = entry[2] if len(entry) > 2 else None
+                code.append((1, len(tables) * 2 ** n, -1 if d is None else len(phases) * 2 ** n))
                 tables.append(entry[1])
+                if d is not None:
+                    phases.append(d.to(torch.complex128))
         idx = torch.cat(tables) if tables else torch.zeros(1, dtype=torch.int64)
         inverse = torch.cat([torch.argsort(t) for t in tables]) if tables else idx
         return cls(n, count[0], count[1], torch.tensor(code, dtype=torch.int64).reshape(-1, 3),
-                   idx.to(torch.int32), inverse.to(torch.int32))
+                   idx.to(torch.int32), inverse.to(torch.int32), torch.cat(phases) if phases else None)
+
+    def phase_tables(self, dtype):
+        """(forward, inverse) phase tables in ``dtype`` (None without phases): the inverse of
+        new[j] = d[j] old[t[j]] is old[i] = conj(d[u[i]]) new[u[i]], u = t⁻¹."""
+        if self.phases is None:
+            return None, None
+        if dtype not in self._phase_cache:
+            n, fwd, inv = 2 ** self.bits, [], []
+            for kind, a, b in self.code.tolist():
+                if kind == 1 and b >= 0:
+                    d = self.phases[b:b + n]
+                    fwd.append(d)
+                    inv.append(d[self.inverse[a:a + n].long()].conj())
+            self._phase_cache[dtype] = (torch.cat(fwd).to(dtype), torch.cat(inv).to(dtype))
+        return self._phase_cache[dtype]
 
 
 def usable(n: int, dtype: torch.dtype, device) -> bool:
@@ -100,6 +122,8 @@ def replay(state, shared, batched, program: Program) -> torch.Tensor:
     for kind, a, b in program.code.tolist():
         if kind == 1:
             state = state[:, program.perms[a:a + 2 ** n].long()]
+            if b >= 0:
+                state = state * program.phases[b:b + 2 ** n].to(state.dtype)
         else:
             m = shared[b] if kind == 0 else batched[:, b]
             state = apply_matrix_unchecked(state, m, (n - 1 - a,), n)
@@ -126,7 +150,8 @@ class _Run(torch.autograd.Function):
         if 0 < size <= CHECKPOINT_BYTES:
             ckpt = torch.empty(program.n_checkpoints, rows, state.shape[1], dtype=state.dtype)
         out = native.run_program(state, shared.detach(), None if batched is None else batched.detach(),
-                                 program.code, program.perms, program.bits, ckpt, program.save)
+                                 program.code, program.perms, program.bits, ckpt, program.save,
+                                 program.phase_tables(state.dtype)[0])
         ctx.program, ctx.checkpoints = program, ckpt
         ctx.save_for_backward(state, out, shared, batched)
         return out
@@ -147,11 +172,12 @@ class _Run(torch.autograd.Function):
         if ctx.checkpoints is not None:
             g_in, g_shared, g_batched = native.program_grad_checkpointed(
                 grad, *mats, p.code, p.inverse, p.bits, ctx.checkpoints, p.save, p.group,
-                want_input_grad=needs[0], want_shared=needs[1], want_batched=needs[2])
+                want_input_grad=needs[0], want_shared=needs[1], want_batched=needs[2],
+                inverse_phases=p.phase_tables(grad.dtype)[1])
         else:
             _, g_in, g_shared, g_batched = native.program_grad(
                 out, grad, *mats, p.code, p.inverse, p.bits, want_state=False, want_input_grad=needs[0],
-                want_shared=needs[1], want_batched=needs[2])
+                want_shared=needs[1], want_batched=needs[2], inverse_phases=p.phase_tables(grad.dtype)[1])
         if needs[0] and state.shape[0] != g_in.shape[0]:
             g_in = g_in.sum(0, keepdim=True)          # one row read by every sample
         return g_in, g_shared if needs[1] else None, g_batched if needs[2] else None, None
@@ -166,7 +192,8 @@ def run(state: torch.Tensor, shared: torch.Tensor, batched, program: Program) ->
     if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
         out = _Run.apply(state, shared, batched, program)
     else:
-        out = native.run_program(state, shared, batched, program.code, program.perms, program.bits)
+        out = native.run_program(state, shared, batched, program.code, program.perms, program.bits,
+                                 phases=program.phase_tables(state.dtype)[0])
     return out.expand(rows, -1) if out.shape[0] < rows else out
 
 
@@ -178,4 +205,5 @@ def sweep_back(psi, lam, shared, batched, program: Program, want_states=True):
                                None if batched is None else batched.detach(), program.code, program.inverse,
                                program.bits, want_state=want_states, want_input_grad=want_states,
                                want_shared=shared.requires_grad,
-                               want_batched=batched is not None and batched.requires_grad)
+                               want_batched=batched is not None and batched.requires_grad,
+                               inverse_phases=program.phase_tables(psi.dtype)[1])

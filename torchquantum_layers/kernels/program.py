@@ -1,13 +1,15 @@
-"""Local programs: a run of single-wire matrices and basis permutations applied row by row in cache.
+"""Local programs: a run of single-wire matrices and monomials applied row by row in cache.
 
-A layered circuit (rotations on every wire, then a ring of CNOTs) is a long sequence of 2 × 2
-matrices and permutations. Applied one by one, each costs a pass over the state; fused into
+A layered circuit (rotations on every wire, then a ring of CNOTs or CZs) is a long sequence of
+2 × 2 matrices and monomials (permutations of the basis times phases). Applied one by one, each costs a pass over the state; fused into
 ≤ k-wire blocks, each block is a GEMM whose cost grows as 2^k per amplitude. A program keeps
 each row of the state (one sample, 2^n amplitudes) in the core's cache and runs the whole
 sequence there (program.c): one read and one write of the state, 2 complex multiply-adds per
 amplitude per gate. Its backward pass un-computes each row gate by gate (the adjoint method
 applied inside the cache), returning the input's gradient and every matrix's gradient; the
-adjoint method's λ/ψ sweep is the same call.
+adjoint method's λ/ψ sweep is the same call. Under backprop, where the states at the ends of
+groups of commuting gates fit in CHECKPOINT_BYTES, the forward pass keeps them and the backward
+pass reads ψ there instead of un-computing it.
 
 Programs run on CPU states of complex64/complex128 through the native library; the kernel sees
 only (matrix, bit) pairs and index tables. :func:`replay` runs the same program with torch
@@ -43,9 +45,9 @@ class Program:
     code: torch.Tensor
     perms: torch.Tensor
     inverse: torch.Tensor
+    phases: torch.Tensor = None       # complex128; see phase_tables
     # backprop's checkpoints: consecutive gates on distinct bits form a group (they commute);
     # group[k] is the first op of k's group, save[k] the checkpoint after op k at a group's end
-    phases: torch.Tensor = None       # complex128; see phase_tables
     group: torch.Tensor = None
     save: torch.Tensor = None
     n_checkpoints: int = 0

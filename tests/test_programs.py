@@ -18,6 +18,7 @@ from torchquantum_layers.engine import build_plan
 from torchquantum_layers.kernels import program as P
 
 from . import oracle
+from .conftest import REAL
 
 HAS_CC = any(shutil.which(c) for c in ("cc", "gcc"))
 pytestmark = pytest.mark.skipif(not HAS_CC, reason="no C compiler: programs are off "
@@ -29,10 +30,14 @@ def _np(t):
 
 
 def _random_program(n, rng, length=9):
-    """Entries for Program.build and their dense description: ("gate", wire, per_sample) or
-    ("perm", table), at least one of each kind where n allows."""
+    """Entries for Program.build: ("gate", wire, per_sample), ("diag", (wire0, wire1), per_sample)
+    or ("perm", table[, phases]), at least one of each kind where n and length allow."""
     entries = []
     for i in range(length):
+        if n >= 2 and i % 8 == 4:
+            w0, w1 = (int(w) for w in rng.choice(n, 2, replace=False))
+            entries.append(("diag", (w0, w1), bool(i % 16 == 4)))
+            continue
         if i % 8 == 2:
             entries.append(("perm", torch.as_tensor(rng.permutation(2 ** n))))
         elif i % 8 == 6:        # a monomial: phases on the permuted amplitudes
@@ -43,21 +48,42 @@ def _random_program(n, rng, length=9):
     return entries
 
 
+def _slot_values(entries, per_sample, rng):
+    """The slots of one kind, 2 x 2 ones first: random unitaries, and for a diagonal slot four
+    random phases in the slot's (2, 2) place."""
+    gates = [oracle.random_unitary(2, rng) for e in entries if e[0] == "gate" and e[2] == per_sample]
+    diags = [np.exp(1j * rng.uniform(0, 2 * np.pi, 4)).reshape(2, 2)
+             for e in entries if e[0] == "diag" and e[2] == per_sample]
+    return gates + diags
+
+
 def _slot_matrices(entries, B, rng):
-    n_shared = sum(1 for e in entries if e[0] == "gate" and not e[2])
-    n_batched = sum(1 for e in entries if e[0] == "gate" and e[2])
-    shared = np.stack([oracle.random_unitary(2, rng) for _ in range(n_shared)]) if n_shared else np.zeros((0, 2, 2))
-    batched = np.stack([np.stack([oracle.random_unitary(2, rng) for _ in range(n_batched)]) for _ in range(B)]) \
-        if n_batched else None
-    return shared, batched
+    shared = _slot_values(entries, False, rng)
+    shared = np.stack(shared) if shared else np.zeros((0, 2, 2))
+    batched = [_slot_values(entries, True, rng) for _ in range(B)]
+    return shared, (np.stack([np.stack(row) for row in batched]) if batched[0] else None)
+
+
+def _local_index(n, w0, w1):
+    """For each basis index, 2·bit(wire0) + bit(wire1): a diagonal slot's entry."""
+    i = np.arange(2 ** n)
+    return 2 * ((i >> (n - 1 - w0)) & 1) + ((i >> (n - 1 - w1)) & 1)
 
 
 def _dense_ops(entries, shared, batched, n, b):
     """The program's operators for sample b, in order, as dense matrices, with the slot each
     gate reads (("shared" | "batched", index) or None for a permutation)."""
+    count = {ps: sum(1 for e in entries if e[0] == "gate" and e[2] == ps) for ps in (False, True)}
+    diag_count = dict(count)
     out, count = [], {False: 0, True: 0}
     for e in entries:
-        if e[0] == "perm":
+        if e[0] == "diag":
+            _, (w0, w1), per_sample = e
+            i = diag_count[per_sample]
+            diag_count[per_sample] += 1
+            d = (batched[b, i] if per_sample else shared[i]).reshape(4)
+            out.append((np.diag(d[_local_index(n, w0, w1)]), ("batched" if per_sample else "shared", i, (w0, w1))))
+        elif e[0] == "perm":
             t = e[1].numpy()
             m = np.zeros((2 ** n, 2 ** n), dtype=complex)
             m[np.arange(2 ** n), t] = 1 if len(e) == 2 else e[2].numpy()     # new[j] = d[j] old[t[j]]
@@ -133,8 +159,14 @@ def test_program_gradients_match_the_analytic_formulas(n, checkpoints, dtype, mo
             m, slot = ops[k]
             if slot is not None:
                 kind, i, wire = slot
-                before = states[k].reshape(2 ** wire, 2, -1)
-                gram = np.einsum("lar,lbr->ab", g.reshape(2 ** wire, 2, -1), before.conj())
+                if isinstance(wire, tuple):       # a diagonal slot: Σ g ψ_before* per entry
+                    prod = g * states[k].conj()
+                    gram = np.bincount(_local_index(n, *wire), weights=prod.real, minlength=4) \
+                        + 1j * np.bincount(_local_index(n, *wire), weights=prod.imag, minlength=4)
+                    gram = gram.reshape(2, 2)
+                else:
+                    before = states[k].reshape(2 ** wire, 2, -1)
+                    gram = np.einsum("lar,lbr->ab", g.reshape(2 ** wire, 2, -1), before.conj())
                 if kind == "shared":
                     want_sh[i] += gram
                 else:
@@ -298,3 +330,27 @@ def test_fixed_diagonal_gates_merge_into_the_permutation_tables(dtype, atol):
     zero = np.zeros(2 ** n)
     zero[0] = 1
     np.testing.assert_allclose(_np(c()[0]), oracle.run_ops(ops, n, zero[None])[0], atol=atol)
+
+
+def test_an_iqp_feature_map_is_one_program(dtype, atol):
+    """H, RZ(x_i), RZZ(x_i x_j) (per-sample diagonal slots) and trainable CP / CRZ on reversed
+    wire pairs: one program, against the dense oracle per sample."""
+    n, B = 4, 3
+    c = tql.Circuit(n, dtype=dtype)
+    tql.templates.iqp_encoding(c)
+    c.cp(3, 1, trainable=True)
+    c.crz(2, 0, trainable=True)
+    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
+    assert [s.kind for s in plan.steps] == ["prefix", "program"]
+    assert sorted(plan.steps[1].program.code[:, 0].tolist()).count(4) == n * (n - 1) // 2
+    rng = np.random.default_rng(8)
+    x = tql.templates.iqp_features(torch.as_tensor(rng.uniform(-1, 1, (B, n)), dtype=REAL[dtype]))
+    out = c(x)
+    w = _np(c.weights)
+    xs = _np(x).astype(np.float64)
+    zero = np.zeros(2 ** n)
+    zero[0] = 1
+    for b in range(B):
+        ops = [(op.gate.name, op.wires, [a.scale * (w[a.index] if hasattr(a, "index") else xs[b, a.column])
+                                         for a in op.angles]) for op in c.ops]
+        np.testing.assert_allclose(_np(out[b]), oracle.run_ops(ops, n, zero[None])[0], atol=atol)

@@ -155,14 +155,32 @@ def step_matrix(circuit, step, x, weights, tables, built=None):
     return _general_block_matrix(circuit, step, x, weights)
 
 
-def program_matrices(circuit, step, tables):
-    """A program's slot matrices: (shared (G, 2, 2), per sample (B, Gb, 2, 2) or None)."""
-    if step.grid is None:
-        shared = torch.zeros(0, 2, 2, dtype=circuit.dtype, device=circuit.device)
+def program_matrices(circuit, step, tables, x=None, weights=None):
+    """A program's slot matrices: (shared (G, 2, 2), per sample (B, Gb, 2, 2) or None); its
+    diagonal slots (after the 2 x 2 ones of their kind) hold their four entries as (2, 2)."""
+    parts = {False: [], True: []}
+    if step.grid is not None:
+        parts[False].append(_grid_matrix(step.grid, tables, kron_wires=False))
+    if step.batched_grid is not None:
+        parts[True].append(_grid_matrix(step.batched_grid, tables, kron_wires=False))
+    for per_sample in (False, True):
+        diags = [_diagonal_slot(circuit, op, x, weights) for op, ps in step.diag_slots if ps == per_sample]
+        if diags:
+            parts[per_sample].append(torch.stack(diags, dim=-2).reshape(*diags[0].shape[:-1], -1, 2, 2))
+    if parts[False]:
+        shared = torch.cat(parts[False], dim=0)
     else:
-        shared = _grid_matrix(step.grid, tables, kron_wires=False)
-    batched = None if step.batched_grid is None else _grid_matrix(step.batched_grid, tables, kron_wires=False)
-    return shared, batched
+        shared = torch.zeros(0, 2, 2, dtype=circuit.dtype, device=circuit.device)
+    if not parts[True]:
+        return shared, None
+    B = max(p.shape[0] for p in parts[True])
+    return shared, torch.cat([p.expand(B, *p.shape[1:]) for p in parts[True]], dim=1)
+
+
+def _diagonal_slot(circuit, op, x, weights):
+    angles = circuit.angle_values(op, x, weights)
+    d = op.gate.diag_fn(angles, len(op.wires), circuit.dtype, circuit.data(op), circuit.device)
+    return d.conj() if op.adjoint else d
 
 
 def prefix_state(circuit, step, x, tables):

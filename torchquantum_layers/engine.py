@@ -48,6 +48,7 @@ class Step:
     mode: str = "in-place"
     target: tuple = None      # "relayout" steps: the order after
     slots: list = None        # "program" steps: (wire, [single-wire ops], per sample) per matrix slot
+    diag_slots: list = field(default_factory=list)    # "program" steps: (op, per sample) per diagonal slot
     batched_grid: object = None   # "program" steps: the grid of the per-sample slots
     program: object = None    # "program" steps: the kernels.program.Program
 
@@ -146,8 +147,14 @@ def _monomial(op):
     return not gate.takes_data and (gate.kind == "permutation" or (gate.kind == "diagonal" and gate.n_params == 0))
 
 
+def _diagonal_slot(op):
+    """A two-wire diagonal gate with parameters (RZZ, CP, CRZ): a diagonal slot of a program."""
+    gate = op.gate
+    return gate.kind == "diagonal" and gate.n_params > 0 and len(op.wires) == 2 and not gate.takes_data
+
+
 def _programmable(op):
-    return _tabulated(op) or _monomial(op)
+    return _tabulated(op) or _monomial(op) or _diagonal_slot(op)
 
 
 def _program_fuse(ops, k, n):
@@ -191,6 +198,12 @@ def _program_step(ops, n):
                 if w in run_wires:
                     close_run()
                 emit(w)
+        if _diagonal_slot(op):
+            # after the open permutations only where they touch its wires (else it commutes)
+            if run_wires & set(op.wires):
+                close_run()
+            entries.append(("diag", op.wires, _reads_input(op), op))
+            continue
         run.append(op)
         run_wires.update(op.wires)
     close_run()
@@ -198,8 +211,9 @@ def _program_step(ops, n):
         emit(w)
     entries = _by_level(entries)
     slots = [(e[1], e[3], e[2]) for e in entries if e[0] == "gate"]
-    step = Step("program", tuple(range(n)), list(ops), slots=slots)
-    step.program = programs.Program.build(n, [e[:3] if e[0] == "gate" else e for e in entries])
+    step = Step("program", tuple(range(n)), list(ops), slots=slots,
+                diag_slots=[(e[3], e[2]) for e in entries if e[0] == "diag"])
+    step.program = programs.Program.build(n, [e[:3] if e[0] in ("gate", "diag") else e for e in entries])
     return step
 
 
@@ -232,7 +246,7 @@ def _by_level(entries):
             continue
         out += sorted(gates, key=lambda g: g[4])          # stable: each wire keeps its order
         gates = []
-        if e[0] == "perm":
+        if e[0] != "end":
             out.append(e)
     return out
 
@@ -481,7 +495,7 @@ def run_circuit(circuit, state, x=None, weights=None, fuse=None, tables=None, pr
         elif step.kind == "relayout":
             state = relayout(state, step.order, step.target)
         elif step.kind == "program":
-            mats = prepared[id(step)] if prepared else program_matrices(circuit, step, tables)
+            mats = prepared[id(step)] if prepared else program_matrices(circuit, step, tables, x, weights)
             state = programs.run(state, *mats, step.program)
         else:
             m, wires = oriented_matrix(step, step_matrix(circuit, step, x, weights, tables, built))

@@ -185,7 +185,7 @@ class AdjointExpval(torch.autograd.Function):
         x_leaf = x.detach().requires_grad_(need_x) if x is not None else None
         with torch.enable_grad():
             tables = single_wire_tables(circuit, plan, x_leaf, w_leaf)
-            prepared = {id(step): program_matrices(circuit, step, tables)
+            prepared = {id(step): program_matrices(circuit, step, tables, x_leaf, w_leaf)
                         for step in plan.steps if step.kind == "program"}
         with torch.no_grad():
             psi = run_circuit(circuit, state, x, weights, tables=tables, prepared=prepared)

@@ -5,7 +5,8 @@
  *
  * code: (kind, a, b) int64 triples. kind 0: the 2 x 2 matrix of shared slot b on bit a (stride
  * 2^a); kind 2: the same with the chunk's own matrix (per sample: one set of `stride` reals per
- * 2^shift consecutive chunks); kind 1: the monomial y[j] = d[j] x[t[j]], t = perms + a (2^nb
+ * 2^shift consecutive chunks); kinds 3 and 4: the same with a two-wire diagonal slot (its four
+ * entries in the slot's place) on bits packed into a as (b0 << 8) | b1; kind 1: the monomial y[j] = d[j] x[t[j]], t = perms + a (2^nb
  * int32 entries), d = phases + 2 b (2^nb complex; none when b < 0). Matrices are (2, 2)
  * complex, interleaved (re, im). */
 #include <stdlib.h>
@@ -231,11 +232,67 @@ static void gather_##SUF(T *restrict y, const T *restrict x, const int32_t *rest
         y[2 * j + 1] = d[2 * j] * v[1] + d[2 * j + 1] * v[0]; \
     } \
 }
+#define DIAG_INDEX(i, b0, b1) (((((i) >> (b0)) & 1) << 1) | (((i) >> (b1)) & 1))
+/* Two-wire diagonal slots (RZZ, CP, CRZ, ...): bits packed as (b0 << 8) | b1, b0 the local */
+/* index's high bit; d: the four diagonal entries. x[i] *= d[k(i)] (conj(d) when conj). */
+#define DEF_DIAG_KERNELS(SUF, T) \
+static void diag_##SUF(T *x, int64_t len, int64_t packed, const T *d, int conj) { \
+    const int b0 = (int)(packed >> 8), b1 = (int)(packed & 255); \
+    const T sgn = conj ? -1 : 1; \
+    for (int64_t i = 0; i < len; ++i) { \
+        const T *c = d + 2 * DIAG_INDEX(i, b0, b1); \
+        const T cr = c[0], ci = sgn * c[1], xr = x[2 * i], xi = x[2 * i + 1]; \
+        x[2 * i] = cr * xr - ci * xi; \
+        x[2 * i + 1] = cr * xi + ci * xr; \
+    } \
+} \
+/* acc[k] += d[k] sum over k(i) = k of g[i] conj(x[i]) (x, g after the gate; |d[k]| = 1) */ \
+static void gram_diag_##SUF(const T *x, const T *g, int64_t len, int64_t packed, const T *d, double *acc) { \
+    const int b0 = (int)(packed >> 8), b1 = (int)(packed & 255); \
+    double S[8] = {0}; \
+    for (int64_t i = 0; i < len; ++i) { \
+        const int k = DIAG_INDEX(i, b0, b1); \
+        S[2 * k] += g[2 * i] * x[2 * i] + g[2 * i + 1] * x[2 * i + 1]; \
+        S[2 * k + 1] += g[2 * i + 1] * x[2 * i] - g[2 * i] * x[2 * i + 1]; \
+    } \
+    for (int k = 0; k < 4; ++k) { \
+        acc[2 * k] += S[2 * k] * d[2 * k] - S[2 * k + 1] * d[2 * k + 1]; \
+        acc[2 * k + 1] += S[2 * k] * d[2 * k + 1] + S[2 * k + 1] * d[2 * k]; \
+    } \
+} \
+/* one slot op (kind 0 / 2: a 2 x 2 matrix on bit a; 3 / 4: a diagonal on packed bits a) */ \
+static void apply_op_##SUF(T *x, int64_t len, const int64_t *op, const T *m) { \
+    if (op[0] >= 3) diag_##SUF(x, len, op[1], m, 0); else gate_##SUF(x, len, (int)op[1], m); \
+} \
+static void undo_op_##SUF(T *x, int64_t len, const int64_t *op, const T *m) { \
+    if (op[0] >= 3) { diag_##SUF(x, len, op[1], m, 1); return; } \
+    T d[8]; \
+    DAGGER(d, m) \
+    gate_##SUF(x, len, (int)op[1], d); \
+} \
+static void gram_op_##SUF(const T *x, const T *g, int64_t len, const int64_t *op, const T *m, double *acc) { \
+    if (op[0] >= 3) gram_diag_##SUF(x, g, len, op[1], m, acc); else gram_##SUF(x, g, len, (int)op[1], m, acc); \
+} \
+static void back_op_##SUF(T *x, T *g, int64_t len, const int64_t *op, const T *m, double *acc) { \
+    if (op[0] >= 3) { \
+        gram_diag_##SUF(x, g, len, op[1], m, acc); \
+        diag_##SUF(x, len, op[1], m, 1); \
+        diag_##SUF(g, len, op[1], m, 1); \
+        return; \
+    } \
+    T d[8]; \
+    DAGGER(d, m) \
+    back_##SUF(x, g, len, (int)op[1], d, m, acc); \
+}
+/* slot kinds 0 and 3 read the shared matrices, 2 and 4 the sample's own */
+#define SHARED_KIND(k) ((k) == 0 || (k) == 3)
 #define T float
 DEF_PROGRAM_KERNELS(f32, float)
+DEF_DIAG_KERNELS(f32, float)
 #undef T
 #define T double
 DEF_PROGRAM_KERNELS(f64, double)
+DEF_DIAG_KERNELS(f64, double)
 #undef T
 
 /* out = the program applied to every chunk of in; in holds in_chunks chunks, repeated (a state
@@ -262,7 +319,7 @@ void NAME(const T *restrict in, int64_t in_chunks, T *restrict out, int64_t chun
                     gather_##SUF(spare, cur, perms + op[1], op[2] < 0 ? NULL : phases + 2 * op[2], len); \
                     T *t = cur; cur = spare; spare = t; \
                 } else { \
-                    gate_##SUF(cur, len, (int)op[1], (op[0] == 0 ? shared : own) + 8 * op[2]); \
+                    apply_op_##SUF(cur, len, op, (SHARED_KIND(op[0]) ? shared : own) + 8 * op[2]); \
                 } \
                 if (ckpt && save[k] >= 0) memcpy(ckpt + 2 * len * (save[k] * chunks + c), cur, 2 * len * sizeof(T)); \
             } \
@@ -297,15 +354,13 @@ static void back_chunk_##SUF(const T *psi, const T *g, T *psi_home, T *g_home, T
             gather_##SUF(spare_g, cg, inv + op[1], op[2] < 0 ? NULL : inv_phases + 2 * op[2], len); \
             T *t = cg; cg = spare_g; spare_g = t; \
         } else { \
-            const T *m = (op[0] == 0 ? shared : own) + 8 * op[2]; \
-            double *acc = op[0] == 0 ? acc_shared : acc_own; \
-            T d[8]; \
-            DAGGER(d, m) \
+            const T *m = (SHARED_KIND(op[0]) ? shared : own) + 8 * op[2]; \
+            double *acc = SHARED_KIND(op[0]) ? acc_shared : acc_own; \
             if (acc) { \
-                back_##SUF(cp, cg, len, (int)op[1], d, m, acc + 8 * op[2]); \
+                back_op_##SUF(cp, cg, len, op, m, acc + 8 * op[2]); \
             } else { \
-                if (keep_psi) gate_##SUF(cp, len, (int)op[1], d); \
-                gate_##SUF(cg, len, (int)op[1], d); \
+                if (keep_psi) undo_op_##SUF(cp, len, op, m); \
+                undo_op_##SUF(cg, len, op, m); \
             } \
         } \
     } \
@@ -329,7 +384,7 @@ void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *res
     const int64_t len = (int64_t)1 << nb, per = (int64_t)1 << shift; \
     int64_t first_gram = n_code; \
     for (int64_t k = n_code - 1; k >= 0; --k) \
-        if ((code[3 * k] == 0 && gram_shared) || (code[3 * k] == 2 && gram_own)) first_gram = k; \
+        if (code[3 * k] != 1 && (SHARED_KIND(code[3 * k]) ? gram_shared != NULL : gram_own != NULL)) first_gram = k; \
     const int64_t psi_from = psi_in ? -1 : first_gram; \
     const int64_t stop = (psi_in || g_in) ? 0 : first_gram; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
@@ -369,7 +424,7 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
     const int64_t len = (int64_t)1 << nb, per = (int64_t)1 << shift; \
     int64_t first_gram = n_code; \
     for (int64_t k = n_code - 1; k >= 0; --k) \
-        if ((code[3 * k] == 0 && gram_shared) || (code[3 * k] == 2 && gram_own)) first_gram = k; \
+        if (code[3 * k] != 1 && (SHARED_KIND(code[3 * k]) ? gram_shared != NULL : gram_own != NULL)) first_gram = k; \
     const int64_t stop = g_in ? 0 : first_gram; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
     { \
@@ -392,14 +447,12 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
                     const T *psi = ckpt + 2 * len * (save[k] * chunks + c); \
                     for (int64_t j = k; j >= group[k]; --j) { \
                         const int64_t *o = code + 3 * j; \
-                        double *a = o[0] == 0 ? acc : acc_own; \
-                        if (a) gram_##SUF(psi, cg, len, (int)o[1], (o[0] == 0 ? shared : own) + 8 * o[2], a + 8 * o[2]); \
+                        double *a = SHARED_KIND(o[0]) ? acc : acc_own; \
+                        if (a) gram_op_##SUF(psi, cg, len, o, (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2], a + 8 * o[2]); \
                     } \
                     for (int64_t j = k; j >= group[k]; --j) { \
                         const int64_t *o = code + 3 * j; \
-                        T d[8]; \
-                        DAGGER(d, (o[0] == 0 ? shared : own) + 8 * o[2]) \
-                        gate_##SUF(cg, len, (int)o[1], d); \
+                        undo_op_##SUF(cg, len, o, (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2]); \
                     } \
                     k = group[k]; \
                 } \

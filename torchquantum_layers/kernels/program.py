@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from . import native
-from .apply import apply_matrix_unchecked
+from .apply import apply_diagonal_unchecked, apply_matrix_unchecked
 
 # A row lives in cache while its program runs: the backward sweep holds four rows (ψ, g and a
 # spare of each for permutations), which must fit the 1 MiB L2 of the machines measured.
@@ -36,7 +36,8 @@ CHECKPOINT_BYTES = 2 ** 28
 @dataclass(eq=False)
 class Program:
     """``code``: (kind, a, b) int64 rows — kind 0: shared slot matrix b on index bit a; kind 2: the
-    sample's own slot matrix b there; kind 1: the monomial ``new[j] = d[j] old[t[j]]``,
+    sample's own slot matrix b there; kinds 3 / 4: the same for a two-wire diagonal slot (its four
+    entries in the slot's (2, 2) place) on the bits packed in a as (b0 << 8) | b1; kind 1: the monomial ``new[j] = d[j] old[t[j]]``,
     t = ``perms[a:a + 2^bits]`` (``inverse``: the inverse tables), d = ``phases[b:b + 2^bits]``
     or 1 when b < 0 (permutations and parameter-free diagonal gates, merged)."""
     bits: int
@@ -60,9 +61,10 @@ class Program:
                 group.append(k)
                 bits, start = set(), None
             else:
-                if start is None or a in bits:
+                mine = {a >> 8, a & 255} if kind >= 3 else {a}
+                if start is None or mine & bits:
                     start, bits = k, set()
-                bits.add(a)
+                bits |= mine
                 group.append(start)
         for k in range(len(group)):
             gate = self.code[k, 0].item() != 1
@@ -75,15 +77,25 @@ class Program:
 
     @classmethod
     def build(cls, n, entries):
-        """``entries``: ("gate", wire, per_sample) or ("perm", index tensor over the 2^n basis[,
-        phases or None]), in order; the shared and the per-sample slots are each numbered in order
-        of appearance."""
-        code, tables, phases, count = [], [], [], [0, 0]
+        """``entries``: ("gate", wire, per_sample), ("diag", (wire0, wire1), per_sample) or ("perm",
+        index tensor over the 2^n basis[, phases or None]), in order; the shared and the
+        per-sample slots are each numbered in order of appearance, 2 x 2 slots first."""
+        code, tables, phases = [], [], []
+        # diagonal slots are numbered after the 2 x 2 ones of their kind (shared / per sample)
+        count = [sum(1 for e in entries if e[0] == "gate" and bool(e[2]) == b) for b in (False, True)]
+        n_gates = list(count)
+        count = [0, 0]
+        diag_count = list(n_gates)
         for entry in entries:
             if entry[0] == "gate":
                 per_sample = int(entry[2])
                 code.append((2 * per_sample, n - 1 - entry[1], count[per_sample]))
                 count[per_sample] += 1
+            elif entry[0] == "diag":
+                per_sample = int(entry[2])
+                w0, w1 = entry[1]
+                code.append((3 + per_sample, ((n - 1 - w0) << 8) | (n - 1 - w1), diag_count[per_sample]))
+                diag_count[per_sample] += 1
             else:
                 d = entry[2] if len(entry) > 2 else None
                 code.append((1, len(tables) * 2 ** n, -1 if d is None else len(phases) * 2 ** n))
@@ -92,7 +104,7 @@ class Program:
                     phases.append(d.to(torch.complex128))
         idx = torch.cat(tables) if tables else torch.zeros(1, dtype=torch.int64)
         inverse = torch.cat([torch.argsort(t) for t in tables]) if tables else idx
-        return cls(n, count[0], count[1], torch.tensor(code, dtype=torch.int64).reshape(-1, 3),
+        return cls(n, diag_count[0], diag_count[1], torch.tensor(code, dtype=torch.int64).reshape(-1, 3),
                    idx.to(torch.int32), inverse.to(torch.int32), torch.cat(phases) if phases else None)
 
     def phase_tables(self, dtype):
@@ -127,8 +139,11 @@ def replay(state, shared, batched, program: Program) -> torch.Tensor:
             if b >= 0:
                 state = state * program.phases[b:b + 2 ** n].to(state.dtype)
         else:
-            m = shared[b] if kind == 0 else batched[:, b]
-            state = apply_matrix_unchecked(state, m, (n - 1 - a,), n)
+            m = shared[b] if kind in (0, 3) else batched[:, b]
+            if kind >= 3:
+                state = apply_diagonal_unchecked(state, m.reshape(*m.shape[:-2], 4), (n - 1 - (a >> 8), n - 1 - (a & 255)), n)
+            else:
+                state = apply_matrix_unchecked(state, m, (n - 1 - a,), n)
     return state
 
 

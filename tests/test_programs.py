@@ -30,13 +30,18 @@ def _np(t):
 
 
 def _random_program(n, rng, length=9):
-    """Entries for Program.build: ("gate", wire, per_sample), ("diag", (wire0, wire1), per_sample)
-    or ("perm", table[, phases]), at least one of each kind where n and length allow."""
+    """Entries for Program.build: ("gate", wire, per_sample), ("diag", (wire0, wire1), per_sample),
+    ("cgate", (controls..., target), per_sample) or ("perm", table[, phases]), at least one of
+    each kind where n and length allow."""
     entries = []
     for i in range(length):
         if n >= 2 and i % 8 == 4:
             w0, w1 = (int(w) for w in rng.choice(n, 2, replace=False))
             entries.append(("diag", (w0, w1), bool(i % 16 == 4)))
+            continue
+        if n >= 2 and i % 8 == 7:     # a controlled slot: one or two controls, then the target
+            wires = tuple(int(w) for w in rng.choice(n, min(n, 2 + i % 2), replace=False))
+            entries.append(("cgate", wires, bool(i % 16 == 7)))
             continue
         if i % 8 == 2:
             entries.append(("perm", torch.as_tensor(rng.permutation(2 ** n))))
@@ -49,12 +54,12 @@ def _random_program(n, rng, length=9):
 
 
 def _slot_values(entries, per_sample, rng):
-    """The slots of one kind, 2 x 2 ones first: random unitaries, and for a diagonal slot four
-    random phases in the slot's (2, 2) place."""
+    """The slots of one kind, 2 x 2 ones first, then diagonal and controlled ones in order:
+    random unitaries, and for a diagonal slot four random phases in the slot's (2, 2) place."""
     gates = [oracle.random_unitary(2, rng) for e in entries if e[0] == "gate" and e[2] == per_sample]
-    diags = [np.exp(1j * rng.uniform(0, 2 * np.pi, 4)).reshape(2, 2)
-             for e in entries if e[0] == "diag" and e[2] == per_sample]
-    return gates + diags
+    extra = [np.exp(1j * rng.uniform(0, 2 * np.pi, 4)).reshape(2, 2) if e[0] == "diag" else oracle.random_unitary(2, rng)
+             for e in entries if e[0] in ("diag", "cgate") and e[2] == per_sample]
+    return gates + extra
 
 
 def _slot_matrices(entries, B, rng):
@@ -77,12 +82,16 @@ def _dense_ops(entries, shared, batched, n, b):
     diag_count = dict(count)
     out, count = [], {False: 0, True: 0}
     for e in entries:
-        if e[0] == "diag":
-            _, (w0, w1), per_sample = e
+        if e[0] in ("diag", "cgate"):
+            _, wires, per_sample = e
             i = diag_count[per_sample]
             diag_count[per_sample] += 1
-            d = (batched[b, i] if per_sample else shared[i]).reshape(4)
-            out.append((np.diag(d[_local_index(n, w0, w1)]), ("batched" if per_sample else "shared", i, (w0, w1))))
+            u = batched[b, i] if per_sample else shared[i]
+            kind = "batched" if per_sample else "shared"
+            if e[0] == "diag":
+                out.append((np.diag(u.reshape(4)[_local_index(n, *wires)]), (kind, i, wires)))
+            else:
+                out.append((oracle.controlled_on_wires(u, wires[:-1], wires[-1:], n), (kind, i, ("c",) + wires)))
         elif e[0] == "perm":
             t = e[1].numpy()
             m = np.zeros((2 ** n, 2 ** n), dtype=complex)
@@ -159,7 +168,14 @@ def test_program_gradients_match_the_analytic_formulas(n, checkpoints, dtype, mo
             m, slot = ops[k]
             if slot is not None:
                 kind, i, wire = slot
-                if isinstance(wire, tuple):       # a diagonal slot: Σ g ψ_before* per entry
+                if isinstance(wire, tuple) and wire[0] == "c":     # controlled: the control-1 part
+                    *controls, t = wire[1:]
+                    idx = np.arange(2 ** n)
+                    on = np.all([(idx >> (n - 1 - w)) & 1 for w in controls], axis=0) & ((idx >> (n - 1 - t)) & 1 == 0)
+                    lo, hi = idx[on], idx[on] + (1 << (n - 1 - t))
+                    before = states[k]
+                    gram = np.array([[np.sum(g[r] * before[q].conj()) for q in (lo, hi)] for r in (lo, hi)])
+                elif isinstance(wire, tuple):       # a diagonal slot: Σ g ψ_before* per entry
                     prod = g * states[k].conj()
                     gram = np.bincount(_local_index(n, *wire), weights=prod.real, minlength=4) \
                         + 1j * np.bincount(_local_index(n, *wire), weights=prod.imag, minlength=4)
@@ -212,6 +228,28 @@ def test_gradcheck_and_gradgradcheck_through_a_program():
     assert torch.autograd.gradgradcheck(f, (psi, shared, batched))
 
 
+def _oracle_from_zero(c, x=None):
+    """The dense oracle's states (B, 2^n) of circuit ``c`` from |0…0⟩ (inputs from ``x``)."""
+    n = c.n_wires
+    w = _np(c.weights)
+    xs = None if x is None else _np(x).astype(np.float64)
+    B = 1 if x is None else xs.shape[0]
+    zero = np.zeros(2 ** n)
+    zero[0] = 1
+    out = []
+    for b in range(B):
+        ops = []
+        for op in c.ops:
+            params = [a.scale * (w[a.index] if hasattr(a, "index") else xs[b, a.column]) if hasattr(a, "scale")
+                      else float(a) for a in op.angles]
+            if op.gate.name == "CCRY":         # the oracle's own doubly controlled matrix
+                ops.append((oracle.controlled_matrix(oracle.ry(params[0]), 2), op.wires, []))
+            else:
+                ops.append((op.gate.name, op.wires, params))
+        out.append(oracle.run_ops(ops, n, zero[None])[0])
+    return np.stack(out)
+
+
 def _layered(n, layers, dtype):
     c = tql.Circuit(n, dtype=dtype)
     for w in range(n):
@@ -245,20 +283,15 @@ def test_other_gates_split_programs_and_run_as_blocks(dtype, atol):
     for w in range(n):
         c.h(w)
     c.cnot(0, 1)
-    c.crx(1, 2, trainable=True)
+    c.rxx(1, 2, trainable=True)          # dense on two wires: not a program op
     c.rz(3, trainable=True)
     c.ry(0, 0.4)
     c.cnot(2, 3)
     plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
     kinds = [s.kind for s in plan.steps]
-    assert kinds[0] == "prefix" and kinds[1] == "program" and kinds[-1] == "program"
+    assert kinds[0] == "prefix" and kinds[1] == "program" and kinds[-1] == "program" and len(kinds) >= 4
     assert all(k not in ("program", "prefix") for k in kinds[2:-1])
-    w = _np(c.weights)
-    ops = [(op.gate.name, op.wires, [a.scale * w[a.index] if hasattr(a, "index") else float(a) for a in op.angles])
-           for op in c.ops]
-    zero = np.zeros(2 ** n)
-    zero[0] = 1
-    np.testing.assert_allclose(_np(c()[0]), oracle.run_ops(ops, n, zero[None])[0], atol=atol)
+    np.testing.assert_allclose(_np(c()), _oracle_from_zero(c), atol=atol)
 
 
 def test_programs_run_only_where_rows_fit_in_cache():
@@ -325,11 +358,7 @@ def test_fixed_diagonal_gates_merge_into_the_permutation_tables(dtype, atol):
     assert [s.kind for s in plan.steps] == ["prefix", "program"]
     prog = plan.steps[1].program
     assert prog.code[:, 0].tolist().count(1) == 2 and prog.phases is not None
-    w = _np(c.weights)
-    ops = [(op.gate.name, op.wires, [a.scale * w[a.index] for a in op.angles]) for op in c.ops]
-    zero = np.zeros(2 ** n)
-    zero[0] = 1
-    np.testing.assert_allclose(_np(c()[0]), oracle.run_ops(ops, n, zero[None])[0], atol=atol)
+    np.testing.assert_allclose(_np(c()), _oracle_from_zero(c), atol=atol)
 
 
 def test_an_iqp_feature_map_is_one_program(dtype, atol):
@@ -345,12 +374,17 @@ def test_an_iqp_feature_map_is_one_program(dtype, atol):
     assert sorted(plan.steps[1].program.code[:, 0].tolist()).count(4) == n * (n - 1) // 2
     rng = np.random.default_rng(8)
     x = tql.templates.iqp_features(torch.as_tensor(rng.uniform(-1, 1, (B, n)), dtype=REAL[dtype]))
-    out = c(x)
-    w = _np(c.weights)
-    xs = _np(x).astype(np.float64)
-    zero = np.zeros(2 ** n)
-    zero[0] = 1
-    for b in range(B):
-        ops = [(op.gate.name, op.wires, [a.scale * (w[a.index] if hasattr(a, "index") else xs[b, a.column])
-                                         for a in op.angles]) for op in c.ops]
-        np.testing.assert_allclose(_np(out[b]), oracle.run_ops(ops, n, zero[None])[0], atol=atol)
+    np.testing.assert_allclose(_np(c(x)), _oracle_from_zero(c, x), atol=atol)
+
+
+def test_controlled_rotations_are_program_slots(dtype, atol):
+    """CRY entanglers (and a doubly controlled RY, a CH): one program, against the oracle."""
+    n = 4
+    c = tql.Circuit(n, dtype=dtype)
+    tql.templates.hardware_efficient(c, n_layers=2, entangler="CRY", pattern="ring")
+    c.ch(0, 3)
+    c.add(tql.gates.controlled(tql.gates.RY, 2), (3, 1, 0), trainable=True)
+    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
+    assert [s.kind for s in plan.steps] == ["prefix", "program"]
+    assert any(k in (5, 6) for k in plan.steps[1].program.code[:, 0].tolist())
+    np.testing.assert_allclose(_np(c()), _oracle_from_zero(c), atol=atol)

@@ -157,16 +157,19 @@ def step_matrix(circuit, step, x, weights, tables, built=None):
 
 def program_matrices(circuit, step, tables, x=None, weights=None):
     """A program's slot matrices: (shared (G, 2, 2), per sample (B, Gb, 2, 2) or None); its
-    diagonal slots (after the 2 x 2 ones of their kind) hold their four entries as (2, 2)."""
+    diagonal slots (after the 2 x 2 ones of their kind) hold their four entries as (2, 2), its
+    controlled slots their target matrix."""
     parts = {False: [], True: []}
     if step.grid is not None:
         parts[False].append(_grid_matrix(step.grid, tables, kron_wires=False))
     if step.batched_grid is not None:
         parts[True].append(_grid_matrix(step.batched_grid, tables, kron_wires=False))
     for per_sample in (False, True):
-        diags = [_diagonal_slot(circuit, op, x, weights) for op, ps in step.diag_slots if ps == per_sample]
-        if diags:
-            parts[per_sample].append(torch.stack(diags, dim=-2).reshape(*diags[0].shape[:-1], -1, 2, 2))
+        extra = [_extra_slot(circuit, op, x, weights) for op, ps in step.extra_slots if ps == per_sample]
+        if extra:
+            B = max(m.shape[0] if m.dim() == 3 else 1 for m in extra)
+            parts[per_sample].append(torch.stack([m.expand(B, 2, 2) if per_sample else m for m in extra],
+                                                 dim=-3))
     if parts[False]:
         shared = torch.cat(parts[False], dim=0)
     else:
@@ -177,10 +180,16 @@ def program_matrices(circuit, step, tables, x=None, weights=None):
     return shared, torch.cat([p.expand(B, *p.shape[1:]) for p in parts[True]], dim=1)
 
 
-def _diagonal_slot(circuit, op, x, weights):
+def _extra_slot(circuit, op, x, weights):
+    """(2, 2) or (B, 2, 2): a diagonal slot's four entries, or a controlled slot's target matrix."""
     angles = circuit.angle_values(op, x, weights)
-    d = op.gate.diag_fn(angles, len(op.wires), circuit.dtype, circuit.data(op), circuit.device)
-    return d.conj() if op.adjoint else d
+    gate = op.gate
+    if gate.kind == "diagonal":
+        d = gate.diag_fn(angles, len(op.wires), circuit.dtype, circuit.data(op), circuit.device)
+        d = d.conj() if op.adjoint else d
+        return d.reshape(*d.shape[:-1], 2, 2)
+    m = gate.target.matrix_fn(angles, 1, circuit.dtype, circuit.data(op), circuit.device)
+    return m.conj().transpose(-1, -2) if op.adjoint else m
 
 
 def prefix_state(circuit, step, x, tables):

@@ -48,7 +48,7 @@ class Step:
     mode: str = "in-place"
     target: tuple = None      # "relayout" steps: the order after
     slots: list = None        # "program" steps: (wire, [single-wire ops], per sample) per matrix slot
-    diag_slots: list = field(default_factory=list)    # "program" steps: (op, per sample) per diagonal slot
+    extra_slots: list = field(default_factory=list)   # "program" steps: (op, per sample) per diagonal / controlled slot
     batched_grid: object = None   # "program" steps: the grid of the per-sample slots
     program: object = None    # "program" steps: the kernels.program.Program
 
@@ -153,8 +153,14 @@ def _diagonal_slot(op):
     return gate.kind == "diagonal" and gate.n_params > 0 and len(op.wires) == 2 and not gate.takes_data
 
 
+def _controlled_slot(op):
+    """A gate controlled by any wires with a single-wire target (CRX, CRY, CRot, CU3, CH, CY)."""
+    gate = op.gate
+    return gate.kind == "controlled" and gate.target.n_wires == 1 and not gate.takes_data
+
+
 def _programmable(op):
-    return _tabulated(op) or _monomial(op) or _diagonal_slot(op)
+    return _tabulated(op) or _monomial(op) or _diagonal_slot(op) or _controlled_slot(op)
 
 
 def _program_fuse(ops, k, n):
@@ -198,11 +204,11 @@ def _program_step(ops, n):
                 if w in run_wires:
                     close_run()
                 emit(w)
-        if _diagonal_slot(op):
+        if _diagonal_slot(op) or _controlled_slot(op):
             # after the open permutations only where they touch its wires (else it commutes)
             if run_wires & set(op.wires):
                 close_run()
-            entries.append(("diag", op.wires, _reads_input(op), op))
+            entries.append(("diag" if _diagonal_slot(op) else "cgate", op.wires, _reads_input(op), op))
             continue
         run.append(op)
         run_wires.update(op.wires)
@@ -212,8 +218,8 @@ def _program_step(ops, n):
     entries = _by_level(entries)
     slots = [(e[1], e[3], e[2]) for e in entries if e[0] == "gate"]
     step = Step("program", tuple(range(n)), list(ops), slots=slots,
-                diag_slots=[(e[3], e[2]) for e in entries if e[0] == "diag"])
-    step.program = programs.Program.build(n, [e[:3] if e[0] in ("gate", "diag") else e for e in entries])
+                extra_slots=[(e[3], e[2]) for e in entries if e[0] in ("diag", "cgate")])
+    step.program = programs.Program.build(n, [e if e[0] == "perm" else e[:3] for e in entries])
     return step
 
 

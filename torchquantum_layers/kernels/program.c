@@ -6,7 +6,8 @@
  * code: (kind, a, b) int64 triples. kind 0: the 2 x 2 matrix of shared slot b on bit a (stride
  * 2^a); kind 2: the same with the chunk's own matrix (per sample: one set of `stride` reals per
  * 2^shift consecutive chunks); kinds 3 and 4: the same with a two-wire diagonal slot (its four
- * entries in the slot's place) on bits packed into a as (b0 << 8) | b1; kind 1: the monomial y[j] = d[j] x[t[j]], t = perms + a (2^nb
+ * entries in the slot's place) on bits packed into a as (b0 << 8) | b1; kinds 5 and 6: a 2 x 2
+ * matrix on bit a & 255 where the control bits a >> 8 are all set; kind 1: the monomial y[j] = d[j] x[t[j]], t = perms + a (2^nb
  * int32 entries), d = phases + 2 b (2^nb complex; none when b < 0). Matrices are (2, 2)
  * complex, interleaved (re, im). */
 #include <stdlib.h>
@@ -49,20 +50,22 @@ static void add_product_##SUF(double *acc, const double *M, const T *u) { \
                 acc[4 * a + 2 * b + 1] += mr * ui + mi * ur; \
             } \
 } \
-static void gate_scalar_##SUF(T *x, int64_t len, int bit, const T *m) { \
+static void gate_scalar_##SUF(T *x, int64_t len, int bit, const T *m, int64_t cmask) { \
     LOAD_M(m) \
     const int64_t s = (int64_t)1 << bit; \
     for (int64_t base = 0; base < len; base += 2 * s) \
-        for (int64_t r = base; r < base + s; ++r) PAIR(x + 2 * r, x + 2 * (r + s), x + 2 * r, x + 2 * (r + s)) \
+        for (int64_t r = base; r < base + s; ++r) \
+            if ((r & cmask) == cmask) PAIR(x + 2 * r, x + 2 * (r + s), x + 2 * r, x + 2 * (r + s)) \
 } \
 /* psi <- d psi and g <- d g (d = U^dagger: psi after the gate becomes psi before it), and */ \
 /* acc += sum of g_after[a] conj(psi_before[b]): the gate matrix's gradient */ \
-static void back_scalar_##SUF(T *x, T *g, int64_t len, int bit, const T *d, double *acc) { \
+static void back_scalar_##SUF(T *x, T *g, int64_t len, int bit, const T *d, double *acc, int64_t cmask) { \
     LOAD_M(d) \
     const int64_t s = (int64_t)1 << bit; \
     double sum[8] = {0}; \
     for (int64_t base = 0; base < len; base += 2 * s) \
         for (int64_t r = base; r < base + s; ++r) { \
+            if ((r & cmask) != cmask) continue; \
             T *pa = x + 2 * r, *pb = x + 2 * (r + s), *ga = g + 2 * r, *gb = g + 2 * (r + s); \
             PAIR(pa, pb, pa, pb) \
             GRAM_PAIR(sum, ga, gb, pa, pb) \
@@ -71,12 +74,12 @@ static void back_scalar_##SUF(T *x, T *g, int64_t len, int bit, const T *d, doub
     for (int k = 0; k < 8; ++k) acc[k] += sum[k]; \
 } \
 /* acc += (sum of g[a] conj(x[c]) over the pairs) u: a gate's gradient from the states after it */ \
-static void gram_scalar_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc) { \
+static void gram_scalar_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc, int64_t cmask) { \
     const int64_t s = (int64_t)1 << bit; \
     double M[8] = {0}; \
     for (int64_t base = 0; base < len; base += 2 * s) \
         for (int64_t r = base; r < base + s; ++r) \
-            GRAM_PAIR(M, g + 2 * r, g + 2 * (r + s), x + 2 * r, x + 2 * (r + s)) \
+            if ((r & cmask) == cmask) GRAM_PAIR(M, g + 2 * r, g + 2 * (r + s), x + 2 * r, x + 2 * (r + s)) \
     add_product_##SUF(acc, M, u); \
 } \
 VECTOR_CODE( \
@@ -199,24 +202,25 @@ static void back_narrow_##SUF(T *x, T *g, int64_t len, int bit, const T *d, cons
     lane_gram_##SUF(sD, sX, pD, pX, bit, m, acc); \
 } \
 ) \
-static void gate_##SUF(T *x, int64_t len, int bit, const T *m) { \
+/* cmask: the control bits (a controlled gate acts where all are set; the scalar loops do those) */ \
+static void gate_##SUF(T *x, int64_t len, int bit, const T *m, int64_t cmask) { \
     VECTOR_CODE( \
-    if (bit >= LOG_LANES_##SUF) { gate_wide_##SUF(x, len, bit, m); return; } \
-    if (len >= LANES_##SUF) { gate_narrow_##SUF(x, len, bit, m); return; } ) \
-    gate_scalar_##SUF(x, len, bit, m); \
+    if (!cmask && bit >= LOG_LANES_##SUF) { gate_wide_##SUF(x, len, bit, m); return; } \
+    if (!cmask && len >= LANES_##SUF) { gate_narrow_##SUF(x, len, bit, m); return; } ) \
+    gate_scalar_##SUF(x, len, bit, m, cmask); \
 } \
-static void back_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc) { \
+static void back_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc, int64_t cmask) { \
     (void)m;    /* the scalar path takes the Gram of the states before the gate instead */ \
     VECTOR_CODE( \
-    if (bit >= LOG_LANES_##SUF) { back_wide_##SUF(x, g, len, bit, d, m, acc); return; } \
-    if (len >= LANES_##SUF) { back_narrow_##SUF(x, g, len, bit, d, m, acc); return; } ) \
-    back_scalar_##SUF(x, g, len, bit, d, acc); \
+    if (!cmask && bit >= LOG_LANES_##SUF) { back_wide_##SUF(x, g, len, bit, d, m, acc); return; } \
+    if (!cmask && len >= LANES_##SUF) { back_narrow_##SUF(x, g, len, bit, d, m, acc); return; } ) \
+    back_scalar_##SUF(x, g, len, bit, d, acc, cmask); \
 } \
-static void gram_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc) { \
+static void gram_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc, int64_t cmask) { \
     VECTOR_CODE( \
-    if (bit >= LOG_LANES_##SUF) { gram_wide_##SUF(x, g, len, bit, u, acc); return; } \
-    if (len >= LANES_##SUF) { gram_narrow_##SUF(x, g, len, bit, u, acc); return; } ) \
-    gram_scalar_##SUF(x, g, len, bit, u, acc); \
+    if (!cmask && bit >= LOG_LANES_##SUF) { gram_wide_##SUF(x, g, len, bit, u, acc); return; } \
+    if (!cmask && len >= LANES_##SUF) { gram_narrow_##SUF(x, g, len, bit, u, acc); return; } ) \
+    gram_scalar_##SUF(x, g, len, bit, u, acc, cmask); \
 } \
 /* y[j] = x[t[j]], times the phase d[j] when d is given (a monomial: permutations and fixed */ \
 /* diagonal gates merged) */ \
@@ -232,6 +236,7 @@ static void gather_##SUF(T *restrict y, const T *restrict x, const int32_t *rest
         y[2 * j + 1] = d[2 * j] * v[1] + d[2 * j + 1] * v[0]; \
     } \
 }
+#define DIAG_KIND(k) ((k) == 3 || (k) == 4)
 #define DIAG_INDEX(i, b0, b1) (((((i) >> (b0)) & 1) << 1) | (((i) >> (b1)) & 1))
 /* Two-wire diagonal slots (RZZ, CP, CRZ, ...): bits packed as (b0 << 8) | b1, b0 the local */
 /* index's high bit; d: the four diagonal entries. x[i] *= d[k(i)] (conj(d) when conj). */
@@ -260,21 +265,24 @@ static void gram_diag_##SUF(const T *x, const T *g, int64_t len, int64_t packed,
         acc[2 * k + 1] += S[2 * k] * d[2 * k + 1] + S[2 * k + 1] * d[2 * k]; \
     } \
 } \
-/* one slot op (kind 0 / 2: a 2 x 2 matrix on bit a; 3 / 4: a diagonal on packed bits a) */ \
+/* one slot op: kinds 0 / 2 a 2 x 2 matrix on bit a; 3 / 4 a diagonal on packed bits a; 5 / 6 a */ \
+/* controlled 2 x 2 matrix, a = (control mask << 8) | target bit */ \
 static void apply_op_##SUF(T *x, int64_t len, const int64_t *op, const T *m) { \
-    if (op[0] >= 3) diag_##SUF(x, len, op[1], m, 0); else gate_##SUF(x, len, (int)op[1], m); \
+    if (DIAG_KIND(op[0])) diag_##SUF(x, len, op[1], m, 0); \
+    else gate_##SUF(x, len, (int)(op[1] & 255), m, op[1] >> 8); \
 } \
 static void undo_op_##SUF(T *x, int64_t len, const int64_t *op, const T *m) { \
-    if (op[0] >= 3) { diag_##SUF(x, len, op[1], m, 1); return; } \
+    if (DIAG_KIND(op[0])) { diag_##SUF(x, len, op[1], m, 1); return; } \
     T d[8]; \
     DAGGER(d, m) \
-    gate_##SUF(x, len, (int)op[1], d); \
+    gate_##SUF(x, len, (int)(op[1] & 255), d, op[1] >> 8); \
 } \
 static void gram_op_##SUF(const T *x, const T *g, int64_t len, const int64_t *op, const T *m, double *acc) { \
-    if (op[0] >= 3) gram_diag_##SUF(x, g, len, op[1], m, acc); else gram_##SUF(x, g, len, (int)op[1], m, acc); \
+    if (DIAG_KIND(op[0])) gram_diag_##SUF(x, g, len, op[1], m, acc); \
+    else gram_##SUF(x, g, len, (int)(op[1] & 255), m, acc, op[1] >> 8); \
 } \
 static void back_op_##SUF(T *x, T *g, int64_t len, const int64_t *op, const T *m, double *acc) { \
-    if (op[0] >= 3) { \
+    if (DIAG_KIND(op[0])) { \
         gram_diag_##SUF(x, g, len, op[1], m, acc); \
         diag_##SUF(x, len, op[1], m, 1); \
         diag_##SUF(g, len, op[1], m, 1); \
@@ -282,10 +290,10 @@ static void back_op_##SUF(T *x, T *g, int64_t len, const int64_t *op, const T *m
     } \
     T d[8]; \
     DAGGER(d, m) \
-    back_##SUF(x, g, len, (int)op[1], d, m, acc); \
+    back_##SUF(x, g, len, (int)(op[1] & 255), d, m, acc, op[1] >> 8); \
 }
-/* slot kinds 0 and 3 read the shared matrices, 2 and 4 the sample's own */
-#define SHARED_KIND(k) ((k) == 0 || (k) == 3)
+/* slot kinds 0, 3 and 5 read the shared matrices, 2, 4 and 6 the sample's own */
+#define SHARED_KIND(k) ((k) == 0 || (k) == 3 || (k) == 5)
 #define T float
 DEF_PROGRAM_KERNELS(f32, float)
 DEF_DIAG_KERNELS(f32, float)
@@ -294,6 +302,21 @@ DEF_DIAG_KERNELS(f32, float)
 DEF_PROGRAM_KERNELS(f64, double)
 DEF_DIAG_KERNELS(f64, double)
 #undef T
+
+/* the first op whose slot gradient is asked for (n_code when none): the sweeps stop there */
+static int64_t first_gram_op(const int64_t *code, int64_t n_code, int shared, int own) {
+    for (int64_t k = 0; k < n_code; ++k)
+        if (code[3 * k] != 1 && (SHARED_KIND(code[3 * k]) ? shared : own)) return k;
+    return n_code;
+}
+
+/* one thread's shared-slot sums into the total, and its buffer freed */
+static void add_thread_grams(double *gram, double *acc, int64_t n_slots) {
+    if (!acc) return;
+    #pragma omp critical
+    for (int64_t k = 0; k < 8 * n_slots; ++k) gram[k] += acc[k];
+    free(acc);
+}
 
 /* out = the program applied to every chunk of in; in holds in_chunks chunks, repeated (a state
  * of one sample broadcast over per-sample matrices is read in place, not copied B times).
@@ -382,9 +405,7 @@ void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *res
           const T *restrict inv_phases, int64_t n_shared, double *restrict gram_shared, int64_t n_own, \
           double *restrict gram_own, int nthreads) { \
     const int64_t len = (int64_t)1 << nb, per = (int64_t)1 << shift; \
-    int64_t first_gram = n_code; \
-    for (int64_t k = n_code - 1; k >= 0; --k) \
-        if (code[3 * k] != 1 && (SHARED_KIND(code[3 * k]) ? gram_shared != NULL : gram_own != NULL)) first_gram = k; \
+    const int64_t first_gram = first_gram_op(code, n_code, gram_shared != NULL, gram_own != NULL); \
     const int64_t psi_from = psi_in ? -1 : first_gram; \
     const int64_t stop = (psi_in || g_in) ? 0 : first_gram; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
@@ -399,11 +420,7 @@ void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *res
                                  g_in ? g_in + 2 * len * c : own_g, scratch, scratch + 2 * len, len, n_code, \
                                  code, shared, batched + s * stride, inv, inv_phases, acc, \
                                  gram_own ? gram_own + s * 8 * n_own : NULL, stop, psi_from); \
-        if (acc) { \
-            _Pragma("omp critical") \
-            for (int64_t k = 0; k < 8 * n_shared; ++k) gram_shared[k] += acc[k]; \
-            free(acc); \
-        } \
+        add_thread_grams(gram_shared, acc, n_shared); \
         free(scratch); \
     } \
 }
@@ -422,9 +439,7 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
           const int64_t *restrict group, int64_t n_shared, double *restrict gram_shared, int64_t n_own, \
           double *restrict gram_own, int nthreads) { \
     const int64_t len = (int64_t)1 << nb, per = (int64_t)1 << shift; \
-    int64_t first_gram = n_code; \
-    for (int64_t k = n_code - 1; k >= 0; --k) \
-        if (code[3 * k] != 1 && (SHARED_KIND(code[3 * k]) ? gram_shared != NULL : gram_own != NULL)) first_gram = k; \
+    const int64_t first_gram = first_gram_op(code, n_code, gram_shared != NULL, gram_own != NULL); \
     const int64_t stop = g_in ? 0 : first_gram; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
     { \
@@ -458,11 +473,7 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
                 } \
                 if (g_in && cg != home) memcpy(home, cg, 2 * len * sizeof(T)); \
             } \
-        if (acc) { \
-            _Pragma("omp critical") \
-            for (int64_t k = 0; k < 8 * n_shared; ++k) gram_shared[k] += acc[k]; \
-            free(acc); \
-        } \
+        add_thread_grams(gram_shared, acc, n_shared); \
         free(scratch); \
     } \
 }

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from . import native
-from .apply import apply_diagonal_unchecked, apply_matrix_unchecked
+from .apply import apply_controlled_unchecked, apply_diagonal_unchecked, apply_matrix_unchecked
 
 # A row lives in cache while its program runs: the backward sweep holds four rows (ψ, g and a
 # spare of each for permutations), which must fit the 1 MiB L2 of the machines measured.
@@ -37,7 +37,8 @@ CHECKPOINT_BYTES = 2 ** 28
 class Program:
     """``code``: (kind, a, b) int64 rows — kind 0: shared slot matrix b on index bit a; kind 2: the
     sample's own slot matrix b there; kinds 3 / 4: the same for a two-wire diagonal slot (its four
-    entries in the slot's (2, 2) place) on the bits packed in a as (b0 << 8) | b1; kind 1: the monomial ``new[j] = d[j] old[t[j]]``,
+    entries in the slot's (2, 2) place) on the bits packed in a as (b0 << 8) | b1; kinds 5 / 6:
+    a controlled slot matrix on bit a & 255, where the control bits a >> 8 are set; kind 1: the monomial ``new[j] = d[j] old[t[j]]``,
     t = ``perms[a:a + 2^bits]`` (``inverse``: the inverse tables), d = ``phases[b:b + 2^bits]``
     or 1 when b < 0 (permutations and parameter-free diagonal gates, merged)."""
     bits: int
@@ -61,7 +62,10 @@ class Program:
                 group.append(k)
                 bits, start = set(), None
             else:
-                mine = {a >> 8, a & 255} if kind >= 3 else {a}
+                if kind in (3, 4):
+                    mine = {a >> 8, a & 255}
+                else:
+                    mine = {a & 255} | {b for b in range(self.bits) if (a >> 8) >> b & 1}
                 if start is None or mine & bits:
                     start, bits = k, set()
                 bits |= mine
@@ -77,25 +81,30 @@ class Program:
 
     @classmethod
     def build(cls, n, entries):
-        """``entries``: ("gate", wire, per_sample), ("diag", (wire0, wire1), per_sample) or ("perm",
-        index tensor over the 2^n basis[, phases or None]), in order; the shared and the
-        per-sample slots are each numbered in order of appearance, 2 x 2 slots first."""
+        """``entries``: ("gate", wire, per_sample), ("diag", (wire0, wire1), per_sample), ("cgate",
+        (controls..., target), per_sample) or ("perm", index tensor over the 2^n basis[, phases or
+        None]), in order; the shared and the per-sample slots are each numbered in order of
+        appearance, 2 x 2 slots first."""
         code, tables, phases = [], [], []
-        # diagonal slots are numbered after the 2 x 2 ones of their kind (shared / per sample)
-        count = [sum(1 for e in entries if e[0] == "gate" and bool(e[2]) == b) for b in (False, True)]
-        n_gates = list(count)
+        # diagonal and controlled slots are numbered after the 2 x 2 ones of their kind (shared /
+        # per sample), in order of appearance
         count = [0, 0]
-        diag_count = list(n_gates)
+        extra_count = [sum(1 for e in entries if e[0] == "gate" and bool(e[2]) == b) for b in (False, True)]
         for entry in entries:
             if entry[0] == "gate":
                 per_sample = int(entry[2])
                 code.append((2 * per_sample, n - 1 - entry[1], count[per_sample]))
                 count[per_sample] += 1
-            elif entry[0] == "diag":
+            elif entry[0] in ("diag", "cgate"):
                 per_sample = int(entry[2])
-                w0, w1 = entry[1]
-                code.append((3 + per_sample, ((n - 1 - w0) << 8) | (n - 1 - w1), diag_count[per_sample]))
-                diag_count[per_sample] += 1
+                wires = entry[1]
+                if entry[0] == "diag":
+                    code.append((3 + per_sample, ((n - 1 - wires[0]) << 8) | (n - 1 - wires[1]),
+                                 extra_count[per_sample]))
+                else:
+                    cmask = sum(1 << (n - 1 - w) for w in wires[:-1])
+                    code.append((5 + per_sample, (cmask << 8) | (n - 1 - wires[-1]), extra_count[per_sample]))
+                extra_count[per_sample] += 1
             else:
                 d = entry[2] if len(entry) > 2 else None
                 code.append((1, len(tables) * 2 ** n, -1 if d is None else len(phases) * 2 ** n))
@@ -104,7 +113,7 @@ class Program:
                     phases.append(d.to(torch.complex128))
         idx = torch.cat(tables) if tables else torch.zeros(1, dtype=torch.int64)
         inverse = torch.cat([torch.argsort(t) for t in tables]) if tables else idx
-        return cls(n, diag_count[0], diag_count[1], torch.tensor(code, dtype=torch.int64).reshape(-1, 3),
+        return cls(n, extra_count[0], extra_count[1], torch.tensor(code, dtype=torch.int64).reshape(-1, 3),
                    idx.to(torch.int32), inverse.to(torch.int32), torch.cat(phases) if phases else None)
 
     def phase_tables(self, dtype):
@@ -139,9 +148,12 @@ def replay(state, shared, batched, program: Program) -> torch.Tensor:
             if b >= 0:
                 state = state * program.phases[b:b + 2 ** n].to(state.dtype)
         else:
-            m = shared[b] if kind in (0, 3) else batched[:, b]
-            if kind >= 3:
+            m = shared[b] if kind in (0, 3, 5) else batched[:, b]
+            if kind in (3, 4):
                 state = apply_diagonal_unchecked(state, m.reshape(*m.shape[:-2], 4), (n - 1 - (a >> 8), n - 1 - (a & 255)), n)
+            elif kind in (5, 6):
+                controls = tuple(n - 1 - bit for bit in range(n) if (a >> 8) >> bit & 1)
+                state = apply_controlled_unchecked(state, m, controls, (n - 1 - (a & 255),), n)
             else:
                 state = apply_matrix_unchecked(state, m, (n - 1 - a,), n)
     return state

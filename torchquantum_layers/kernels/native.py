@@ -5,7 +5,10 @@ at memory speed (measured: 2.2–3.6 clone-times for a 1-qubit gate at n = 24; s
 benchmarks/RESULTS.md). native.c does both in plain C with OpenMP; no torch headers, so it
 compiles in well under a second. It is used only where it applies — CPU, complex64/complex128,
 contiguous states, and no autograd graph to record (inference, the adjoint method's sweeps,
-parameter-shift) — and the torch kernels stay the fallback and the test reference.
+parameter-shift) — and the torch kernels stay the fallback and the test reference. The same
+library carries the local-program kernels (program.c, driven by kernels/program.py, which do
+record gradients through their own autograd.Function) and the diagonal-observable kernels;
+simd.h is the vector macro layer both C files share.
 
 ``TQL_NATIVE=0`` turns it off; ``TQL_CACHE_DIR`` sets where the library is built (default
 ``~/.cache/torchquantum_layers``). :func:`status` says whether it is in use, and why not.

@@ -155,21 +155,42 @@ def step_matrix(circuit, step, x, weights, tables, built=None):
     return _general_block_matrix(circuit, step, x, weights)
 
 
-def program_matrices(circuit, step, tables, x=None, weights=None):
+def extra_slot_tables(circuit, plan, x, weights):
+    """(shared (E, 2, 2), per sample (B, Eb, 2, 2) or None): every program diagonal slot's four
+    entries and controlled slot's target matrix, one matrix call per group (see single_wire_tables)."""
+    dtype, device = circuit.dtype, circuit.device
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    w = circuit.weights if weights is None else weights
+    parts = {False: [], True: []}
+    for g in plan.extra_groups:
+        angles = _group_angles(g, w, x, real, device)
+        if g.gate.kind == "diagonal":
+            m = g.gate.diag_fn(angles, 2, dtype, None, device)
+            m = (m.conj() if g.adjoint else m).reshape(*m.shape[:-1], 2, 2)
+        else:
+            m = g.gate.target.matrix_fn(angles, 1, dtype, None, device)
+            m = m.conj().transpose(-1, -2) if g.adjoint else m
+        if m.dim() == 2:          # parameter-free (CH, CY): one matrix for all the group's ops
+            m = m.expand(len(g.ops), 2, 2)
+        parts[g.batched].append(m)
+    shared = torch.cat(parts[False]) if parts[False] else None
+    return shared, (torch.cat(parts[True], dim=1) if parts[True] else None)
+
+
+def program_matrices(circuit, step, tables, extras=None):
     """A program's slot matrices: (shared (G, 2, 2), per sample (B, Gb, 2, 2) or None); its
     diagonal slots (after the 2 x 2 ones of their kind) hold their four entries as (2, 2), its
-    controlled slots their target matrix."""
+    controlled slots their target matrix (``extras``: from :func:`extra_slot_tables`)."""
     parts = {False: [], True: []}
     if step.grid is not None:
         parts[False].append(_grid_matrix(step.grid, tables, kron_wires=False))
     if step.batched_grid is not None:
         parts[True].append(_grid_matrix(step.batched_grid, tables, kron_wires=False))
     for per_sample in (False, True):
-        extra = [_extra_slot(circuit, op, x, weights) for op, ps in step.extra_slots if ps == per_sample]
-        if extra:
-            B = max(m.shape[0] if m.dim() == 3 else 1 for m in extra)
-            parts[per_sample].append(torch.stack([m.expand(B, 2, 2) if per_sample else m for m in extra],
-                                                 dim=-3))
+        idx = step.extra_index[per_sample] if step.extra_index is not None else ()
+        if len(idx):
+            values = extras[per_sample]
+            parts[per_sample].append(values[..., idx.to(values.device), :, :])
     if parts[False]:
         shared = torch.cat(parts[False], dim=0)
     else:
@@ -178,18 +199,6 @@ def program_matrices(circuit, step, tables, x=None, weights=None):
         return shared, None
     B = max(p.shape[0] for p in parts[True])
     return shared, torch.cat([p.expand(B, *p.shape[1:]) for p in parts[True]], dim=1)
-
-
-def _extra_slot(circuit, op, x, weights):
-    """(2, 2) or (B, 2, 2): a diagonal slot's four entries, or a controlled slot's target matrix."""
-    angles = circuit.angle_values(op, x, weights)
-    gate = op.gate
-    if gate.kind == "diagonal":
-        d = gate.diag_fn(angles, len(op.wires), circuit.dtype, circuit.data(op), circuit.device)
-        d = d.conj() if op.adjoint else d
-        return d.reshape(*d.shape[:-1], 2, 2)
-    m = gate.target.matrix_fn(angles, 1, circuit.dtype, circuit.data(op), circuit.device)
-    return m.conj().transpose(-1, -2) if op.adjoint else m
 
 
 def prefix_state(circuit, step, x, tables):

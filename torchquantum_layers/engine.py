@@ -19,7 +19,8 @@ from itertools import groupby
 
 import torch
 
-from .block_matrices import prefix_state, program_matrices, shared_block_matrices, single_wire_tables, step_matrix
+from .block_matrices import (extra_slot_tables, prefix_state, program_matrices, shared_block_matrices,
+                             single_wire_tables, step_matrix)
 from .kernels.apply import (apply_diagonal_unchecked, apply_matrix_unchecked, apply_permutation_unchecked, permute_span,
                             reorder_matrix)
 from .kernels.layout import relayout, rotate
@@ -49,6 +50,7 @@ class Step:
     target: tuple = None      # "relayout" steps: the order after
     slots: list = None        # "program" steps: (wire, [single-wire ops], per sample) per matrix slot
     extra_slots: list = field(default_factory=list)   # "program" steps: (op, per sample) per diagonal / controlled slot
+    extra_index: tuple = None     # "program" steps: their indices into the extra tables (shared, per sample)
     batched_grid: object = None   # "program" steps: the grid of the per-sample slots
     program: object = None    # "program" steps: the kernels.program.Program
 
@@ -72,6 +74,8 @@ class Plan:
     # dense steps of shared single-wire ops with the same (wires, ops per wire), and their
     # stacked table indices (G, W, P): their matrices are built together, a few ops per group
     shared_blocks: list = field(default_factory=list)
+    # programs' diagonal and controlled slots, grouped by gate and angle kinds (shared groups first)
+    extra_groups: list = field(default_factory=list)
 
 
 def _angle_kind(a):
@@ -368,17 +372,8 @@ def _grid(seqs, where, groups, offset, n_shared, n_batched):
 
 def _tabulate(steps) -> Plan:
     """Group the single-wire ops of single-wire blocks and index each block into the table."""
-    groups: dict = {}
-    where = {}
     slotted = [(step, seqs) for step in steps if (seqs := _slot_sequences(step)) is not None]
-    for _, seqs in slotted:
-        for op in (op for part in seqs for seq in part for op in seq):
-            kinds = tuple(_angle_kind(a) for a in op.angles)
-            key = (op.gate.name, op.adjoint, kinds)
-            if key not in groups:
-                groups[key] = Group(op.gate, op.adjoint, "input" in kinds, [], [])
-            where[id(op)] = (key, len(groups[key].ops))
-            groups[key].ops.append(op)
+    groups, where = _group_ops(op for _, seqs in slotted for part in seqs for seq in part for op in seq)
     shared = [g for g in groups.values() if not g.batched]
     batched = [g for g in groups.values() if g.batched]
     offset = {}
@@ -389,17 +384,7 @@ def _tabulate(steps) -> Plan:
     n_shared = sum(len(g.ops) for g in shared)
     n_batched = pos - n_shared
     for g in shared + batched:
-        for j in range(g.gate.n_params):
-            specs = [op.angles[j] for op in g.ops]
-            kind = _angle_kind(specs[0])
-            if kind == "param":
-                g.angle_index.append(("param", torch.tensor([a.index for a in specs]),
-                                      torch.tensor([a.scale for a in specs], dtype=torch.float64)))
-            elif kind == "input":
-                g.angle_index.append(("input", torch.tensor([a.column for a in specs]),
-                                      torch.tensor([a.scale for a in specs], dtype=torch.float64)))
-            else:
-                g.angle_index.append(("fixed", torch.tensor(specs, dtype=torch.float64)))
+        _index_angles(g)
     for step, (seqs, batched_seqs) in slotted:
         step.grid = _grid(seqs, where, groups, offset, n_shared, n_batched)
         step.batched_grid = _grid(batched_seqs, where, groups, offset, n_shared, n_batched)
@@ -409,7 +394,56 @@ def _tabulate(steps) -> Plan:
             similar.setdefault(tuple(step.grid[1].shape), []).append(step)
     shared_blocks = [(members, torch.stack([st.grid[1] for st in members]))
                      for members in similar.values() if len(members) > 1]
-    return Plan(steps, list(shared + batched), n_shared, n_batched, shared_blocks)
+    return Plan(steps, list(shared + batched), n_shared, n_batched, shared_blocks, _tabulate_extra(steps))
+
+
+def _group_ops(ops):
+    """({(gate, adjoint, angle kinds): Group}, {id(op): (key, position in its group)})."""
+    groups, where = {}, {}
+    for op in ops:
+        kinds = tuple(_angle_kind(a) for a in op.angles)
+        key = (op.gate.name, op.adjoint, kinds)
+        if key not in groups:
+            groups[key] = Group(op.gate, op.adjoint, "input" in kinds, [], [])
+        where[id(op)] = (key, len(groups[key].ops))
+        groups[key].ops.append(op)
+    return groups, where
+
+
+def _index_angles(g):
+    """Each parameter's (kind, index/values, scale) over the group's ops: one gather per call."""
+    for j in range(g.gate.n_params):
+        specs = [op.angles[j] for op in g.ops]
+        kind = _angle_kind(specs[0])
+        if kind == "param":
+            g.angle_index.append(("param", torch.tensor([a.index for a in specs]),
+                                  torch.tensor([a.scale for a in specs], dtype=torch.float64)))
+        elif kind == "input":
+            g.angle_index.append(("input", torch.tensor([a.column for a in specs]),
+                                  torch.tensor([a.scale for a in specs], dtype=torch.float64)))
+        else:
+            g.angle_index.append(("fixed", torch.tensor(specs, dtype=torch.float64)))
+
+
+def _tabulate_extra(steps):
+    """Group the programs' diagonal and controlled slots like the single-wire ops (one matrix call
+    per gate and angle kinds); each program step gets its slots' indices into the concatenated
+    shared and per-sample values."""
+    groups, where = _group_ops(op for step in steps if step.kind == "program" for op, _ in step.extra_slots)
+    ordered = [g for g in groups.values() if not g.batched] + [g for g in groups.values() if g.batched]
+    offset, seen = {}, {False: 0, True: 0}
+    for g in ordered:
+        _index_angles(g)
+        offset[id(g)] = seen[g.batched]
+        seen[g.batched] += len(g.ops)
+    for step in steps:
+        if step.kind == "program":
+            idx = {False: [], True: []}
+            for op, per_sample in step.extra_slots:
+                key, i = where[id(op)]
+                idx[per_sample].append(offset[id(groups[key])] + i)
+            step.extra_index = tuple(torch.tensor(idx[b], dtype=torch.int64) for b in (False, True))
+    return ordered
 
 
 def perm_index(step, device, inverse=False):
@@ -489,6 +523,7 @@ def run_circuit(circuit, state, x=None, weights=None, fuse=None, tables=None, pr
     n = circuit.n_wires
     if tables is None:
         tables = single_wire_tables(circuit, plan, x, weights)
+    extras = extra_slot_tables(circuit, plan, x, weights) if plan.extra_groups and not prepared else None
     built = shared_block_matrices(plan, tables)
     for step in plan.steps:
         if step.kind == "prefix":
@@ -501,7 +536,7 @@ def run_circuit(circuit, state, x=None, weights=None, fuse=None, tables=None, pr
         elif step.kind == "relayout":
             state = relayout(state, step.order, step.target)
         elif step.kind == "program":
-            mats = prepared[id(step)] if prepared else program_matrices(circuit, step, tables, x, weights)
+            mats = prepared[id(step)] if prepared else program_matrices(circuit, step, tables, extras)
             state = programs.run(state, *mats, step.program)
         else:
             m, wires = oriented_matrix(step, step_matrix(circuit, step, x, weights, tables, built))

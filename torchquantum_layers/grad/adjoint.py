@@ -17,7 +17,8 @@ import torch
 
 from ..circuit import Input, Param
 from ..observables import diagonal_table, weighted_bra
-from ..block_matrices import prefix_state, program_matrices, shared_block_matrices, single_wire_tables, step_matrix
+from ..block_matrices import (extra_slot_tables, prefix_state, program_matrices, shared_block_matrices,
+                              single_wire_tables, step_matrix)
 from ..engine import (apply_dense_step, apply_perm_step, build_plan, oriented_matrix, physical_wires, run_circuit,
                       uses_programs)
 from ..kernels import program as programs
@@ -185,7 +186,8 @@ class AdjointExpval(torch.autograd.Function):
         x_leaf = x.detach().requires_grad_(need_x) if x is not None else None
         with torch.enable_grad():
             tables = single_wire_tables(circuit, plan, x_leaf, w_leaf)
-            prepared = {id(step): program_matrices(circuit, step, tables, x_leaf, w_leaf)
+            extras = extra_slot_tables(circuit, plan, x_leaf, w_leaf) if plan.extra_groups else None
+            prepared = {id(step): program_matrices(circuit, step, tables, extras)
                         for step in plan.steps if step.kind == "program"}
         with torch.no_grad():
             psi = run_circuit(circuit, state, x, weights, tables=tables, prepared=prepared)

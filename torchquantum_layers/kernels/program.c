@@ -244,7 +244,28 @@ static void gather_##SUF(T *restrict y, const T *restrict x, const int32_t *rest
 static void diag_##SUF(T *x, int64_t len, int64_t packed, const T *d, int conj) { \
     const int b0 = (int)(packed >> 8), b1 = (int)(packed & 255); \
     const T sgn = conj ? -1 : 1; \
-    for (int64_t i = 0; i < len; ++i) { \
+    int64_t done = 0; \
+    VECTOR_CODE( \
+    if (len >= LANES_##SUF) { \
+        /* the lanes' entries for each value of the index bits above the register: (re, re), (im, im) */ \
+        T cr[4][2 * LANES_##SUF], ci[4][2 * LANES_##SUF]; \
+        const int64_t lane_mask = LANES_##SUF - 1; \
+        for (int h = 0; h < 4; ++h) \
+            for (int l = 0; l < LANES_##SUF; ++l) { \
+                const int64_t i = (((int64_t)(h >> 1) << b0) | ((int64_t)(h & 1) << b1)) & ~lane_mask; \
+                const T *c = d + 2 * DIAG_INDEX(i | l, b0, b1); \
+                cr[h][2 * l] = cr[h][2 * l + 1] = c[0]; \
+                ci[h][2 * l] = ci[h][2 * l + 1] = sgn * c[1]; \
+            } \
+        const int64_t m0 = b0 >= LOG_LANES_##SUF ? (int64_t)1 << b0 : 0, m1 = b1 >= LOG_LANES_##SUF ? (int64_t)1 << b1 : 0; \
+        for (int64_t i = 0; i < len; i += LANES_##SUF) { \
+            const int h = ((i & m0) ? 2 : 0) | ((i & m1) ? 1 : 0); \
+            const VEC_##SUF X = LOAD_##SUF(x + 2 * i); \
+            STORE_##SUF(x + 2 * i, FMADDSUB_##SUF(LOAD_##SUF(cr[h]), X, MUL_##SUF(LOAD_##SUF(ci[h]), SWAP_##SUF(X)))); \
+        } \
+        done = len; \
+    } ) \
+    for (int64_t i = done; i < len; ++i) { \
         const T *c = d + 2 * DIAG_INDEX(i, b0, b1); \
         const T cr = c[0], ci = sgn * c[1], xr = x[2 * i], xi = x[2 * i + 1]; \
         x[2 * i] = cr * xr - ci * xi; \

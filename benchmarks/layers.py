@@ -47,6 +47,19 @@ def step_time(n, width, method, batch=256, n_layers=4, device="cpu"):
     return timeit(step, device, repeats=5, min_time=0.2 if method != "parameter-shift" else 0.0)
 
 
+def feature_map_time(n=8, batch=256, device="cpu"):
+    """Forward time of an IQP feature map (two repeats: H, RZ(x_i), RZZ(x_i x_j) on all pairs),
+    the encoder of tql.qml.fidelity_kernel, without gradients."""
+    c = tql.Circuit(n).to(device)
+    tql.templates.iqp_encoding(c, n_repeats=2)
+    x = tql.templates.iqp_features(torch.rand(batch, n, device=device))
+
+    def forward():
+        with torch.no_grad():
+            c(x)
+    return timeit(forward, device, repeats=5, min_time=0.2)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--widths", default="4,5", help="max_fused_wires of the blocks engine")
@@ -73,11 +86,17 @@ def main(argv=None):
                     t = step_time(n, width, method, device=args.device)
                     rows.append([n, method, name, width or "-", f"{t * 1e3:.1f}"])
                     print(f"done n={n} {method} {name} k={width}", file=sys.stderr, flush=True)
+    feature_rows = []
+    for name in args.engines.split(","):
+        engine.USE_PROGRAMS = name == "programs"
+        feature_rows.append([name, f"{feature_map_time(device=args.device) * 1e3:.2f}"])
     engine.USE_PROGRAMS = True
     print(f"# layers benchmark, {today()}, {machine()}, device {args.device}")
     print("one training step (forward + backward + Adam) at batch 256, 4 layers, complex64"
           + (", keep_freed_memory() applied" if kept else ""))
     print(table(rows, ["n", "diff_method", "engine", "max_fused_wires", "ms/step"]))
+    print("IQP feature map (8 qubits, 2 repeats, 28 RZZ each), batch 256, forward only")
+    print(table(feature_rows, ["engine", "ms"]))
 
 
 if __name__ == "__main__":

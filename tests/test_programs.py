@@ -144,6 +144,7 @@ def test_program_gradients_match_the_analytic_formulas(n, checkpoints, dtype, mo
     over the other wires (summed over samples for shared slots). Backward either reads the
     states kept at group ends or un-computes ψ from the output."""
     monkeypatch.setattr(P, "CHECKPOINT_BYTES", 2 ** 28 if checkpoints else 0)
+    monkeypatch.setattr(P, "MIN_GATES_PER_CHECKPOINT", 0)     # however small the groups
     B = 4
     rng = np.random.default_rng(10 + n)
     entries = _random_program(n, rng, length=11)
@@ -153,6 +154,7 @@ def test_program_gradients_match_the_analytic_formulas(n, checkpoints, dtype, mo
     c = oracle.random_state(n, rng, batch=B)
     psi_t = torch.as_tensor(psi, dtype=dtype).requires_grad_()
     sh, ba = (t.requires_grad_() if t is not None else None for t in _tensors(shared, batched, dtype))
+    assert program.worth_checkpoints
     out = P.run(psi_t, sh, ba, program)
     (torch.as_tensor(c, dtype=dtype).conj() * out).real.sum().backward()
 
@@ -340,6 +342,7 @@ def test_groups_of_commuting_gates_end_in_checkpoints():
     assert program.group.tolist() == [0, 0, 2, 3, 4]
     assert program.save.tolist() == [-1, 0, 1, -1, 2]
     assert program.n_checkpoints == 3
+    assert not program.worth_checkpoints             # 4 gates for 3 checkpoints: un-compute instead
 
 
 def test_fixed_diagonal_gates_merge_into_the_permutation_tables(dtype, atol):

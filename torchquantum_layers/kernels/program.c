@@ -83,12 +83,13 @@ static void gram_scalar_##SUF(const T *x, const T *g, int64_t len, int bit, cons
     add_product_##SUF(acc, M, u); \
 } \
 VECTOR_CODE( \
-static void gram_wide_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc) { \
+static void gram_wide_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc, int64_t cmask) { \
     VEC_##SUF s00 = ZERO_##SUF(), x00 = ZERO_##SUF(), s01 = ZERO_##SUF(), x01 = ZERO_##SUF(); \
     VEC_##SUF s10 = ZERO_##SUF(), x10 = ZERO_##SUF(), s11 = ZERO_##SUF(), x11 = ZERO_##SUF(); \
     const int64_t s = (int64_t)1 << bit; \
     for (int64_t base = 0; base < len; base += 2 * s) \
         for (int64_t r = base; r < base + s; r += LANES_##SUF) { \
+            if ((r & cmask) != cmask) continue;   /* whole registers share the control bits */ \
             const VEC_##SUF P = LOAD_##SUF(x + 2 * r), Q = LOAD_##SUF(x + 2 * (r + s)); \
             const VEC_##SUF Ps = SWAP_##SUF(P), Qs = SWAP_##SUF(Q); \
             const VEC_##SUF U = LOAD_##SUF(g + 2 * r), V = LOAD_##SUF(g + 2 * (r + s)); \
@@ -103,19 +104,20 @@ static void gram_wide_##SUF(const T *x, const T *g, int64_t len, int bit, const 
     add_product_##SUF(acc, M, u); \
 } \
 /* stride >= LANES: the pair members fill whole registers */ \
-static void gate_wide_##SUF(T *x, int64_t len, int bit, const T *m) { \
+static void gate_wide_##SUF(T *x, int64_t len, int bit, const T *m, int64_t cmask) { \
     const VEC_##SUF ar = SET1_##SUF(m[0]), ai = SET1_##SUF(m[1]), br = SET1_##SUF(m[2]), bi = SET1_##SUF(m[3]); \
     const VEC_##SUF cr = SET1_##SUF(m[4]), ci = SET1_##SUF(m[5]), dr = SET1_##SUF(m[6]), di = SET1_##SUF(m[7]); \
     const int64_t s = (int64_t)1 << bit; \
     for (int64_t base = 0; base < len; base += 2 * s) \
         for (int64_t r = base; r < base + s; r += LANES_##SUF) { \
+            if ((r & cmask) != cmask) continue;   /* whole registers share the control bits */ \
             T *p = x + 2 * r, *q = p + 2 * s; \
             const VEC_##SUF P = LOAD_##SUF(p), Q = LOAD_##SUF(q), Ps = SWAP_##SUF(P), Qs = SWAP_##SUF(Q); \
             STORE_##SUF(p, VMAT(SUF, ar, ai, br, bi, P, Ps, Q, Qs)); \
             STORE_##SUF(q, VMAT(SUF, cr, ci, dr, di, P, Ps, Q, Qs)); \
         } \
 } \
-static void back_wide_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc) { \
+static void back_wide_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc, int64_t cmask) { \
     const VEC_##SUF ar = SET1_##SUF(d[0]), ai = SET1_##SUF(d[1]), br = SET1_##SUF(d[2]), bi = SET1_##SUF(d[3]); \
     const VEC_##SUF cr = SET1_##SUF(d[4]), ci = SET1_##SUF(d[5]), dr = SET1_##SUF(d[6]), di = SET1_##SUF(d[7]); \
     VEC_##SUF s00 = ZERO_##SUF(), x00 = ZERO_##SUF(), s01 = ZERO_##SUF(), x01 = ZERO_##SUF(); \
@@ -123,6 +125,7 @@ static void back_wide_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const 
     const int64_t s = (int64_t)1 << bit; \
     for (int64_t base = 0; base < len; base += 2 * s) \
         for (int64_t r = base; r < base + s; r += LANES_##SUF) { \
+            if ((r & cmask) != cmask) continue;   /* whole registers share the control bits */ \
             T *p = x + 2 * r, *q = p + 2 * s, *u = g + 2 * r, *v = u + 2 * s; \
             const VEC_##SUF P = LOAD_##SUF(p), Q = LOAD_##SUF(q), Ps = SWAP_##SUF(P), Qs = SWAP_##SUF(Q); \
             const VEC_##SUF U = LOAD_##SUF(u), V = LOAD_##SUF(v), Us = SWAP_##SUF(U), Vs = SWAP_##SUF(V); \
@@ -202,23 +205,24 @@ static void back_narrow_##SUF(T *x, T *g, int64_t len, int bit, const T *d, cons
     lane_gram_##SUF(sD, sX, pD, pX, bit, m, acc); \
 } \
 ) \
-/* cmask: the control bits (a controlled gate acts where all are set; the scalar loops do those) */ \
+/* cmask: the control bits (a controlled gate acts where all are set): the wide loops skip whole */ \
+/* registers when no control bit lies inside one, the scalar loops do the rest */ \
 static void gate_##SUF(T *x, int64_t len, int bit, const T *m, int64_t cmask) { \
     VECTOR_CODE( \
-    if (!cmask && bit >= LOG_LANES_##SUF) { gate_wide_##SUF(x, len, bit, m); return; } \
+    if (!(cmask & (LANES_##SUF - 1)) && bit >= LOG_LANES_##SUF) { gate_wide_##SUF(x, len, bit, m, cmask); return; } \
     if (!cmask && len >= LANES_##SUF) { gate_narrow_##SUF(x, len, bit, m); return; } ) \
     gate_scalar_##SUF(x, len, bit, m, cmask); \
 } \
 static void back_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc, int64_t cmask) { \
     (void)m;    /* the scalar path takes the Gram of the states before the gate instead */ \
     VECTOR_CODE( \
-    if (!cmask && bit >= LOG_LANES_##SUF) { back_wide_##SUF(x, g, len, bit, d, m, acc); return; } \
+    if (!(cmask & (LANES_##SUF - 1)) && bit >= LOG_LANES_##SUF) { back_wide_##SUF(x, g, len, bit, d, m, acc, cmask); return; } \
     if (!cmask && len >= LANES_##SUF) { back_narrow_##SUF(x, g, len, bit, d, m, acc); return; } ) \
     back_scalar_##SUF(x, g, len, bit, d, acc, cmask); \
 } \
 static void gram_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc, int64_t cmask) { \
     VECTOR_CODE( \
-    if (!cmask && bit >= LOG_LANES_##SUF) { gram_wide_##SUF(x, g, len, bit, u, acc); return; } \
+    if (!(cmask & (LANES_##SUF - 1)) && bit >= LOG_LANES_##SUF) { gram_wide_##SUF(x, g, len, bit, u, acc, cmask); return; } \
     if (!cmask && len >= LANES_##SUF) { gram_narrow_##SUF(x, g, len, bit, u, acc); return; } ) \
     gram_scalar_##SUF(x, g, len, bit, u, acc, cmask); \
 } \

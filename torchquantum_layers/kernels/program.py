@@ -31,6 +31,7 @@ MAX_ROW_BYTES = 2 ** 17
 # most this much: its backward then reads ψ instead of un-computing it (two thirds of the
 # multiply-adds). Deeper programs sweep back from the output, like the adjoint method.
 CHECKPOINT_BYTES = 2 ** 28
+MIN_GATES_PER_CHECKPOINT = 4
 
 
 @dataclass(eq=False)
@@ -53,6 +54,7 @@ class Program:
     group: torch.Tensor = None
     save: torch.Tensor = None
     n_checkpoints: int = 0
+    worth_checkpoints: bool = False
 
     def __post_init__(self):
         self._phase_cache = {}
@@ -78,6 +80,10 @@ class Program:
         self.group = torch.tensor(group, dtype=torch.int64)
         self.save = torch.tensor(save, dtype=torch.int64)
         self.n_checkpoints = count
+        # a checkpoint costs a copy of the row and saves one un-computing pass per gate of its
+        # group: measured a loss with ~2 gates per group (CRY rings), a gain with ~10 (layers)
+        n_gates = sum(1 for kind in self.code[:, 0].tolist() if kind != 1)
+        self.worth_checkpoints = count > 0 and n_gates >= MIN_GATES_PER_CHECKPOINT * count
 
     @classmethod
     def build(cls, n, entries):
@@ -176,7 +182,7 @@ class _Run(torch.autograd.Function):
         rows = state.shape[0] if batched is None else batched.shape[0]
         size = program.n_checkpoints * rows * state.shape[1] * state.element_size()
         ckpt = None
-        if 0 < size <= CHECKPOINT_BYTES:
+        if 0 < size <= CHECKPOINT_BYTES and program.worth_checkpoints:
             ckpt = torch.empty(program.n_checkpoints, rows, state.shape[1], dtype=state.dtype)
         out = native.run_program(state, shared.detach(), None if batched is None else batched.detach(),
                                  program.code, program.perms, program.bits, ckpt, program.save,

@@ -47,6 +47,26 @@ def step_time(n, width, method, batch=256, n_layers=4, device="cpu"):
     return timeit(step, device, repeats=5, min_time=0.2 if method != "parameter-shift" else 0.0)
 
 
+def controlled_ansatz_step(n=10, batch=256, device="cpu"):
+    """One backprop training step of RY encoding + 4 hardware-efficient layers with a ring of CRY
+    entanglers (controlled rotations: program slots, not permutations)."""
+    c = tql.Circuit(n)
+    for w in range(n):
+        c.ry(w, input=w)
+    tql.templates.hardware_efficient(c, n_layers=4, entangler="CRY", pattern="ring")
+    q = tql.QuantumLayer(c.to(device), [tql.PauliString(f"Z{w}") for w in range(n)])
+    opt = torch.optim.Adam(q.parameters(), lr=0.01)
+    x = torch.rand(batch, n, device=device)
+    y = torch.rand(batch, n, device=device)
+
+    def step():
+        loss = torch.nn.functional.mse_loss(q(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return timeit(step, device, repeats=5, min_time=0.2)
+
+
 def feature_map_time(n=8, batch=256, device="cpu"):
     """Forward time of an IQP feature map (two repeats: H, RZ(x_i), RZZ(x_i x_j) on all pairs),
     the encoder of tql.qml.fidelity_kernel, without gradients."""
@@ -89,14 +109,16 @@ def main(argv=None):
     feature_rows = []
     for name in args.engines.split(","):
         engine.USE_PROGRAMS = name == "programs"
-        feature_rows.append([name, f"{feature_map_time(device=args.device) * 1e3:.2f}"])
+        feature_rows.append([name, f"{feature_map_time(device=args.device) * 1e3:.2f}",
+                             f"{controlled_ansatz_step(device=args.device) * 1e3:.1f}"])
     engine.USE_PROGRAMS = True
     print(f"# layers benchmark, {today()}, {machine()}, device {args.device}")
     print("one training step (forward + backward + Adam) at batch 256, 4 layers, complex64"
           + (", keep_freed_memory() applied" if kept else ""))
     print(table(rows, ["n", "diff_method", "engine", "max_fused_wires", "ms/step"]))
-    print("IQP feature map (8 qubits, 2 repeats, 28 RZZ each), batch 256, forward only")
-    print(table(feature_rows, ["engine", "ms"]))
+    print("IQP feature map (8 qubits, 2 repeats, 28 RZZ each), batch 256, forward only; and one backprop"
+          " step of a 10-qubit, 4-layer hardware-efficient ansatz with CRY ring entanglers, batch 256")
+    print(table(feature_rows, ["engine", "IQP forward ms", "CRY ansatz ms/step"]))
 
 
 if __name__ == "__main__":

@@ -37,6 +37,24 @@
     FMA_##SUF(a_r, P, FMADDSUB_##SUF(b_r, Q, FMA_##SUF(b_i, Qs, MUL_##SUF(a_i, Ps))))
 #endif
 
+#ifdef __AVX2__
+/* The Gram of (U, V) = g's pair and (P, Q) = psi's pair, both after the gate, in eight vector
+ * accumulators: Re g conj(p) sums every lane of g*p, Im the (odd - even) lanes of g*swap(p). */
+#define GRAM_REGS(SUF) \
+    VEC_##SUF s00 = ZERO_##SUF(), x00 = ZERO_##SUF(), s01 = ZERO_##SUF(), x01 = ZERO_##SUF(); \
+    VEC_##SUF s10 = ZERO_##SUF(), x10 = ZERO_##SUF(), s11 = ZERO_##SUF(), x11 = ZERO_##SUF();
+#define GRAM_ACCUMULATE(SUF, U, V, P, Ps, Q, Qs) \
+    s00 = FMA_##SUF(U, P, s00); x00 = FMA_##SUF(U, Ps, x00); \
+    s01 = FMA_##SUF(U, Q, s01); x01 = FMA_##SUF(U, Qs, x01); \
+    s10 = FMA_##SUF(V, P, s10); x10 = FMA_##SUF(V, Ps, x10); \
+    s11 = FMA_##SUF(V, Q, s11); x11 = FMA_##SUF(V, Qs, x11);
+#define GRAM_TOTALS(SUF, M) \
+    const VEC_##SUF sign = SIGNS_##SUF(); \
+    const double M[8] = {HSUM_##SUF(s00), HSUM_##SUF(MUL_##SUF(x00, sign)), HSUM_##SUF(s01), \
+                         HSUM_##SUF(MUL_##SUF(x01, sign)), HSUM_##SUF(s10), HSUM_##SUF(MUL_##SUF(x10, sign)), \
+                         HSUM_##SUF(s11), HSUM_##SUF(MUL_##SUF(x11, sign))};
+#endif
+
 #define DEF_PROGRAM_KERNELS(SUF, T) \
 /* acc += M u: the gradient of a gate from the Gram M of g and psi after it (psi before = u^dagger */ \
 /* psi after, so sum g conj(psi before) = M u) */ \
@@ -84,8 +102,7 @@ static void gram_scalar_##SUF(const T *x, const T *g, int64_t len, int bit, cons
 } \
 VECTOR_CODE( \
 static void gram_wide_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc, int64_t cmask) { \
-    VEC_##SUF s00 = ZERO_##SUF(), x00 = ZERO_##SUF(), s01 = ZERO_##SUF(), x01 = ZERO_##SUF(); \
-    VEC_##SUF s10 = ZERO_##SUF(), x10 = ZERO_##SUF(), s11 = ZERO_##SUF(), x11 = ZERO_##SUF(); \
+    GRAM_REGS(SUF) \
     const int64_t s = (int64_t)1 << bit; \
     for (int64_t base = 0; base < len; base += 2 * s) \
         for (int64_t r = base; r < base + s; r += LANES_##SUF) { \
@@ -93,14 +110,9 @@ static void gram_wide_##SUF(const T *x, const T *g, int64_t len, int bit, const 
             const VEC_##SUF P = LOAD_##SUF(x + 2 * r), Q = LOAD_##SUF(x + 2 * (r + s)); \
             const VEC_##SUF Ps = SWAP_##SUF(P), Qs = SWAP_##SUF(Q); \
             const VEC_##SUF U = LOAD_##SUF(g + 2 * r), V = LOAD_##SUF(g + 2 * (r + s)); \
-            s00 = FMA_##SUF(U, P, s00); x00 = FMA_##SUF(U, Ps, x00); \
-            s01 = FMA_##SUF(U, Q, s01); x01 = FMA_##SUF(U, Qs, x01); \
-            s10 = FMA_##SUF(V, P, s10); x10 = FMA_##SUF(V, Ps, x10); \
-            s11 = FMA_##SUF(V, Q, s11); x11 = FMA_##SUF(V, Qs, x11); \
+            GRAM_ACCUMULATE(SUF, U, V, P, Ps, Q, Qs) \
         } \
-    const VEC_##SUF sign = SIGNS_##SUF(); \
-    const double M[8] = {HSUM_##SUF(s00), HSUM_##SUF(MUL_##SUF(x00, sign)), HSUM_##SUF(s01), HSUM_##SUF(MUL_##SUF(x01, sign)), \
-                         HSUM_##SUF(s10), HSUM_##SUF(MUL_##SUF(x10, sign)), HSUM_##SUF(s11), HSUM_##SUF(MUL_##SUF(x11, sign))}; \
+    GRAM_TOTALS(SUF, M) \
     add_product_##SUF(acc, M, u); \
 } \
 /* stride >= LANES: the pair members fill whole registers */ \
@@ -120,8 +132,7 @@ static void gate_wide_##SUF(T *x, int64_t len, int bit, const T *m, int64_t cmas
 static void back_wide_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc, int64_t cmask) { \
     const VEC_##SUF ar = SET1_##SUF(d[0]), ai = SET1_##SUF(d[1]), br = SET1_##SUF(d[2]), bi = SET1_##SUF(d[3]); \
     const VEC_##SUF cr = SET1_##SUF(d[4]), ci = SET1_##SUF(d[5]), dr = SET1_##SUF(d[6]), di = SET1_##SUF(d[7]); \
-    VEC_##SUF s00 = ZERO_##SUF(), x00 = ZERO_##SUF(), s01 = ZERO_##SUF(), x01 = ZERO_##SUF(); \
-    VEC_##SUF s10 = ZERO_##SUF(), x10 = ZERO_##SUF(), s11 = ZERO_##SUF(), x11 = ZERO_##SUF(); \
+    GRAM_REGS(SUF) \
     const int64_t s = (int64_t)1 << bit; \
     for (int64_t base = 0; base < len; base += 2 * s) \
         for (int64_t r = base; r < base + s; r += LANES_##SUF) { \
@@ -129,19 +140,13 @@ static void back_wide_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const 
             T *p = x + 2 * r, *q = p + 2 * s, *u = g + 2 * r, *v = u + 2 * s; \
             const VEC_##SUF P = LOAD_##SUF(p), Q = LOAD_##SUF(q), Ps = SWAP_##SUF(P), Qs = SWAP_##SUF(Q); \
             const VEC_##SUF U = LOAD_##SUF(u), V = LOAD_##SUF(v), Us = SWAP_##SUF(U), Vs = SWAP_##SUF(V); \
-            s00 = FMA_##SUF(U, P, s00); x00 = FMA_##SUF(U, Ps, x00); \
-            s01 = FMA_##SUF(U, Q, s01); x01 = FMA_##SUF(U, Qs, x01); \
-            s10 = FMA_##SUF(V, P, s10); x10 = FMA_##SUF(V, Ps, x10); \
-            s11 = FMA_##SUF(V, Q, s11); x11 = FMA_##SUF(V, Qs, x11); \
+            GRAM_ACCUMULATE(SUF, U, V, P, Ps, Q, Qs) \
             STORE_##SUF(p, VMAT(SUF, ar, ai, br, bi, P, Ps, Q, Qs)); \
             STORE_##SUF(q, VMAT(SUF, cr, ci, dr, di, P, Ps, Q, Qs)); \
             STORE_##SUF(u, VMAT(SUF, ar, ai, br, bi, U, Us, V, Vs)); \
             STORE_##SUF(v, VMAT(SUF, cr, ci, dr, di, U, Us, V, Vs)); \
         } \
-    /* Re g conj(p) sums every lane of g*p; Im = sum of (odd - even) lanes of g*swap(p) */ \
-    const VEC_##SUF sign = SIGNS_##SUF(); \
-    const double M[8] = {HSUM_##SUF(s00), HSUM_##SUF(MUL_##SUF(x00, sign)), HSUM_##SUF(s01), HSUM_##SUF(MUL_##SUF(x01, sign)), \
-                         HSUM_##SUF(s10), HSUM_##SUF(MUL_##SUF(x10, sign)), HSUM_##SUF(s11), HSUM_##SUF(MUL_##SUF(x11, sign))}; \
+    GRAM_TOTALS(SUF, M) \
     add_product_##SUF(acc, M, m); \
 } \
 /* a bit inside the register: lane l holds member (l >> bit) & 1 of its pair, its partner comes */ \

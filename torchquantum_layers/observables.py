@@ -1355,10 +1355,16 @@ class _ExpvalPlan:
 
     def apply_native(self, psi: torch.Tensor) -> torch.Tensor:
         """H·ψ of the plan's single (Hermitian) observable by the native kernels."""
-        out = psi * self.w0[0::2, 0] if self.w0 is not None else torch.zeros_like(psi)
+        return self.weighted_apply(psi, torch.ones(psi.shape[0], 1))
+
+    def weighted_apply(self, psi: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Σ_o weights[:, o] O_o ψ per sample by the native kernels: half the gradient of
+        Σ weights·⟨O⟩, so the expectation kernels' backward does it."""
+        half = 0.5 * weights
+        out = native.diagonal_expval_grad(psi, half, self.d0) if self.w0 is not None else torch.zeros_like(psi)
         if self.groups:
             spec, _tables = self.native_spec()
-            native.expval_grad(psi, spec, torch.full((psi.shape[0], 1), 0.5), out=out)
+            native.expval_grad(psi, spec, half, out=out)
         return out
 
     def __call__(self, psi: torch.Tensor, method: str = "auto") -> torch.Tensor:
@@ -1806,16 +1812,7 @@ def weighted_bra(state: torch.Tensor, observables, weights: torch.Tensor):
     if not native.pairs_usable(state):
         return None
     hams = [_as_observable(o) for o in observables]
-    plan = _plan_for(hams, n_wires_of(state), state.dtype, state.device)
-    half = 0.5 * weights
-    if plan.w0 is not None:
-        out = native.diagonal_expval_grad(state, half, plan.d0)
-    else:
-        out = torch.zeros_like(state)
-    if plan.groups:
-        spec, _tables = plan.native_spec()
-        native.expval_grad(state, spec, half, out=out)
-    return out
+    return _plan_for(hams, n_wires_of(state), state.dtype, state.device).weighted_apply(state, weights)
 
 
 def expectation(state: torch.Tensor, obs, shots: Optional[int] = None,

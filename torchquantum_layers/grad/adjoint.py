@@ -195,7 +195,7 @@ class AdjointExpval(torch.autograd.Function):
         ctx.circuit = circuit
         ctx.observables = observables
         ctx.apply_hamiltonian = apply_hamiltonian
-        ctx.leaves, ctx.tables, ctx.prepared = (w_leaf, x_leaf), tables, prepared
+        ctx.plan, ctx.leaves, ctx.tables, ctx.prepared = plan, (w_leaf, x_leaf), tables, prepared
         ctx.state_batch = None if state is None else state.shape[0]
         ctx.save_for_backward(psi, x, weights)
         return values
@@ -207,8 +207,7 @@ class AdjointExpval(torch.autograd.Function):
         need_x, need_state, need_w = ctx.needs_input_grad[2], ctx.needs_input_grad[3], ctx.needs_input_grad[4]
         need_x = need_x and x is not None
         n = circuit.n_wires
-        plan = build_plan(circuit, layout=True, zero_start=ctx.state_batch is None,
-                          local_programs=uses_programs(circuit))
+        plan = ctx.plan
         w_leaf, x_leaf = ctx.leaves
         for leaf in ctx.leaves:
             if leaf is not None:

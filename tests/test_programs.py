@@ -253,15 +253,13 @@ def _oracle_from_zero(c, x=None):
 
 
 def _layered(n, layers, dtype):
+    """RY angle encoding, then per layer an RZ and an RX on every wire and a ring of CNOTs."""
     c = tql.Circuit(n, dtype=dtype)
-    for w in range(n):
-        c.ry(w, input=w)
+    tql.templates.angle_encoding(c)
     for _ in range(layers):
         for w in range(n):
-            c.rx(w, trainable=True)
             c.rz(w, trainable=True)
-        for w in range(n):
-            c.cnot(w, (w + 1) % n)
+        tql.templates.basic_entangler(c, n_layers=1)
     return c
 
 
@@ -275,7 +273,7 @@ def test_a_layered_circuit_is_one_program_with_one_table_per_ring(dtype):
     assert kinds.count(1) == layers                      # one merged permutation per CNOT ring
     assert prog.n_batched == n                           # the encoding: one per-sample slot per wire
     assert kinds[:n] == [2] * n                          # ... all first (the sweep can stop above them)
-    assert prog.n_shared == n * layers                   # RX·RZ of each wire and layer: one slot
+    assert prog.n_shared == n * layers                   # RZ·RX of each wire and layer: one slot
     assert plan.steps[0].ops == []                       # no product state built in torch
 
 

@@ -389,3 +389,12 @@ def test_controlled_rotations_are_program_slots(dtype, atol):
     assert [s.kind for s in plan.steps] == ["prefix", "program"]
     assert any(k in (5, 6) for k in plan.steps[1].program.code[:, 0].tolist())
     np.testing.assert_allclose(_np(c()), _oracle_from_zero(c), atol=atol)
+
+
+def test_a_state_whose_rows_do_not_match_the_per_sample_matrices_is_refused():
+    n = 3
+    rng, program, shared, batched, _ = _random_case(n, 4, 9, 7, torch.complex64)
+    assert batched is not None and batched.shape[0] == 4
+    psi = torch.as_tensor(oracle.random_state(n, rng, batch=3), dtype=torch.complex64)
+    with pytest.raises(ValueError, match="a state of 3 rows against 4 matrix sets"):
+        P.run(psi, shared, batched, program)

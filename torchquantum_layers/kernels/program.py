@@ -58,6 +58,7 @@ class Program:
 
     def __post_init__(self):
         self._phase_cache = {}
+        kinds = self.code[:, 0].tolist()
         group, save, count, bits, start = [], [], 0, set(), None
         for k, (kind, a, _) in enumerate(self.code.tolist()):
             if kind == 1:
@@ -73,8 +74,7 @@ class Program:
                 bits |= mine
                 group.append(start)
         for k in range(len(group)):
-            gate = self.code[k, 0].item() != 1
-            ends = gate and (k + 1 == len(group) or self.code[k + 1, 0].item() == 1 or group[k + 1] != group[k])
+            ends = kinds[k] != 1 and (k + 1 == len(group) or kinds[k + 1] == 1 or group[k + 1] != group[k])
             save.append(count if ends else -1)
             count += ends
         self.group = torch.tensor(group, dtype=torch.int64)
@@ -82,7 +82,7 @@ class Program:
         self.n_checkpoints = count
         # a checkpoint costs a copy of the row and saves one un-computing pass per gate of its
         # group: measured a loss with ~2 gates per group (CRY rings), a gain with ~10 (layers)
-        n_gates = sum(1 for kind in self.code[:, 0].tolist() if kind != 1)
+        n_gates = sum(1 for kind in kinds if kind != 1)
         self.worth_checkpoints = count > 0 and n_gates >= MIN_GATES_PER_CHECKPOINT * count
 
     @classmethod
@@ -140,9 +140,8 @@ class Program:
 
 def usable(n: int, dtype: torch.dtype, device) -> bool:
     """Whether programs run here: a CPU state of a native dtype whose rows fit in cache."""
-    itemsize = 8 if dtype == torch.complex64 else 16
     return (torch.device(device).type == "cpu" and dtype in (torch.complex64, torch.complex128)
-            and itemsize * 2 ** n <= MAX_ROW_BYTES and native.library() is not None)
+            and dtype.itemsize * 2 ** n <= MAX_ROW_BYTES and native.library() is not None)
 
 
 def replay(state, shared, batched, program: Program) -> torch.Tensor:

@@ -140,6 +140,15 @@ def status() -> str:
 _NATIVE_DTYPES = (torch.complex64, torch.complex128)
 
 
+def _ptr(t):
+    return None if t is None else t.data_ptr()
+
+
+def _kernel(name, dtype):
+    """The library's ``name`` kernel for the state's precision (``_c64`` / ``_c128``)."""
+    return getattr(library(), f"{name}_c64" if dtype == torch.complex64 else f"{name}_c128")
+
+
 def _plain_cpu_state(state: torch.Tensor) -> bool:
     """What every kernel here reads: a contiguous, unconjugated complex CPU tensor."""
     return state.is_cpu and state.dtype in _NATIVE_DTYPES and state.is_contiguous() and not state.is_conj()
@@ -167,7 +176,7 @@ def apply_2x2(state: torch.Tensor, matrix: torch.Tensor, wire: int, n: int):
     L, R = 2 ** wire, 2 ** (n - wire - 1)
     shift = -1 if matrix.dim() == 2 else wire       # per sample: one matrix per 2^wire blocks
     out = torch.empty_like(state)
-    fn = library().tql_apply_2x2_c64 if state.dtype == torch.complex64 else library().tql_apply_2x2_c128
+    fn = _kernel("tql_apply_2x2", state.dtype)
     fn(state.data_ptr(), out.data_ptr(), B * L, R, m.data_ptr(), shift, torch.get_num_threads())
     return out
 
@@ -218,7 +227,7 @@ def apply_diagonal(state: torch.Tensor, diag: torch.Tensor, wires, n: int):
     maskH, dstoff, local = _block_locals(tuple(wires), n, b)
     lanes = diag[local].contiguous()
     out = torch.empty_like(state)
-    fn = library().tql_diag_blocks_c64 if state.dtype == torch.complex64 else library().tql_diag_blocks_c128
+    fn = _kernel("tql_diag_blocks", state.dtype)
     fn(state.data_ptr(), out.data_ptr(), state.shape[0], n, b, maskH, dstoff.numel(), dstoff.data_ptr(),
        lanes.data_ptr(), torch.get_num_threads())
     return out
@@ -269,7 +278,7 @@ def expval_pairs(state: torch.Tensor, groups, n_obs: int) -> torch.Tensor:
     xb, pbit, full, tre, tim = groups
     B, N = state.shape
     out = torch.zeros(B, n_obs, dtype=torch.float64)
-    fn = library().tql_expval_pairs_c64 if state.dtype == torch.complex64 else library().tql_expval_pairs_c128
+    fn = _kernel("tql_expval_pairs", state.dtype)
     fn(state.data_ptr(), B, N.bit_length() - 1, xb.numel(), xb.data_ptr(), pbit.data_ptr(), full.data_ptr(),
        tre.data_ptr(), tim.data_ptr(), n_obs, out.data_ptr(), torch.get_num_threads())
     return out
@@ -280,7 +289,7 @@ def diagonal_expval(state: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
     of the state's real dtype (see :func:`pairs_usable`)."""
     B, N = state.shape
     out = torch.empty(B, table.shape[0], dtype=torch.float64)
-    fn = library().tql_diag_expval_c64 if state.dtype == torch.complex64 else library().tql_diag_expval_c128
+    fn = _kernel("tql_diag_expval", state.dtype)
     fn(state.data_ptr(), B, N, table.shape[0], table.data_ptr(), out.data_ptr(), torch.get_num_threads())
     return out
 
@@ -290,7 +299,7 @@ def diagonal_expval_grad(state: torch.Tensor, weights: torch.Tensor, table: torc
     B, N = state.shape
     w = weights.to(table.dtype).contiguous()
     out = torch.empty_like(state)
-    fn = library().tql_diag_expval_grad_c64 if state.dtype == torch.complex64 else library().tql_diag_expval_grad_c128
+    fn = _kernel("tql_diag_expval_grad", state.dtype)
     fn(state.data_ptr(), w.data_ptr(), B, N, table.shape[0], table.data_ptr(), out.data_ptr(), torch.get_num_threads())
     return out
 
@@ -303,14 +312,15 @@ def expval_grad(state: torch.Tensor, groups, weights: torch.Tensor, out=None) ->
     real = torch.float32 if state.dtype == torch.complex64 else torch.float64
     w = weights.to(real).contiguous()
     grad = torch.zeros_like(state) if out is None else out
-    fn = library().tql_expval_grad_c64 if state.dtype == torch.complex64 else library().tql_expval_grad_c128
+    fn = _kernel("tql_expval_grad", state.dtype)
     fn(state.data_ptr(), grad.data_ptr(), B, N.bit_length() - 1, xb.numel(), xb.data_ptr(), pbit.data_ptr(),
        full.data_ptr(), tre.data_ptr(), tim.data_ptr(), w.shape[1], w.data_ptr(), torch.get_num_threads())
     return grad
 
 
-def _ptr(t):
-    return None if t is None else t.data_ptr()
+def _gram_results(gram_shared, gram_own, dtype):
+    return (None if gram_shared is None else gram_shared.to(dtype),
+            None if gram_own is None else gram_own.to(dtype))
 
 
 def _program_operands(state, shared, batched, bits):
@@ -335,7 +345,7 @@ def run_program(state: torch.Tensor, shared, batched, code: torch.Tensor, perms:
     rows = state.shape[0] if batched is None else batched.shape[0]
     out = torch.empty(rows, state.shape[1], dtype=state.dtype)
     chunks, sh, ba, stride, shift = _program_operands(out, shared, batched, bits)
-    fn = library().tql_program_c64 if state.dtype == torch.complex64 else library().tql_program_c128
+    fn = _kernel("tql_program", state.dtype)
     fn(state.data_ptr(), state.numel() >> bits, out.data_ptr(), chunks, bits, code.shape[0], code.data_ptr(),
        sh.data_ptr(), ba.data_ptr(), stride, shift, perms.data_ptr(), _ptr(phases), _ptr(checkpoints), _ptr(save),
        torch.get_num_threads())
@@ -360,13 +370,11 @@ def program_grad_checkpointed(grad: torch.Tensor, shared, batched, code, inverse
     chunks, sh, ba, stride, shift = _program_operands(g, shared, batched, bits)
     n_shared, gram_shared, n_own, gram_own = _grams(g.shape[0], shared, batched, want_shared, want_batched)
     g_in = torch.empty_like(g) if want_input_grad else None
-    fn = library().tql_program_grad_ckpt_c64 if g.dtype == torch.complex64 else library().tql_program_grad_ckpt_c128
+    fn = _kernel("tql_program_grad_ckpt", g.dtype)
     fn(g.data_ptr(), _ptr(g_in), chunks, bits, code.shape[0], code.data_ptr(), sh.data_ptr(), ba.data_ptr(), stride,
        shift, inverse_perms.data_ptr(), _ptr(inverse_phases), checkpoints.data_ptr(), save.data_ptr(), group.data_ptr(),
-       n_shared,
-       _ptr(gram_shared), n_own, _ptr(gram_own), torch.get_num_threads())
-    return (g_in, None if gram_shared is None else gram_shared.to(g.dtype),
-            None if gram_own is None else gram_own.to(g.dtype))
+       n_shared, _ptr(gram_shared), n_own, _ptr(gram_own), torch.get_num_threads())
+    return (g_in, *_gram_results(gram_shared, gram_own, g.dtype))
 
 
 def program_grad(psi: torch.Tensor, grad: torch.Tensor, shared, batched, code: torch.Tensor,
@@ -381,10 +389,8 @@ def program_grad(psi: torch.Tensor, grad: torch.Tensor, shared, batched, code: t
     n_shared, gram_shared, n_own, gram_own = _grams(psi.shape[0], shared, batched, want_shared, want_batched)
     psi_in = torch.empty_like(psi) if want_state else None
     g_in = torch.empty_like(psi) if want_input_grad else None
-    fn = library().tql_program_grad_c64 if psi.dtype == torch.complex64 else library().tql_program_grad_c128
+    fn = _kernel("tql_program_grad", psi.dtype)
     fn(psi.data_ptr(), g.data_ptr(), _ptr(psi_in), _ptr(g_in), chunks, bits, code.shape[0], code.data_ptr(),
        sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(), _ptr(inverse_phases), n_shared,
-       _ptr(gram_shared), n_own,
-       _ptr(gram_own), torch.get_num_threads())
-    return (psi_in, g_in, None if gram_shared is None else gram_shared.to(psi.dtype),
-            None if gram_own is None else gram_own.to(psi.dtype))
+       _ptr(gram_shared), n_own, _ptr(gram_own), torch.get_num_threads())
+    return (psi_in, g_in, *_gram_results(gram_shared, gram_own, psi.dtype))

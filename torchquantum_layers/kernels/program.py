@@ -140,7 +140,7 @@ class Program:
 
 def usable(n: int, dtype: torch.dtype, device) -> bool:
     """Whether programs run here: a CPU state of a native dtype whose rows fit in cache."""
-    return (torch.device(device).type == "cpu" and dtype in (torch.complex64, torch.complex128)
+    return (torch.device(device).type == "cpu" and dtype in native._NATIVE_DTYPES
             and dtype.itemsize * 2 ** n <= MAX_ROW_BYTES and native.library() is not None)
 
 

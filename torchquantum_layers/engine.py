@@ -97,8 +97,9 @@ def build_plan(circuit, fuse=None, max_fused_wires=None, layout=False, zero_star
     physical wire order it meets; other walkers (the density-matrix one) take the canonical plan.
     ``zero_start``: the circuit starts from |0…0⟩, so the single-wire gates before each wire's
     first multi-wire gate form a product state, built directly (a ``"prefix"`` step).
-    ``local_programs``: runs of single-wire gates and permutations become ``"program"`` steps
-    (see :func:`uses_programs`); the other ops are fused into blocks in canonical order."""
+    ``local_programs``: runs of programmable ops (single-wire gates, monomials, two-wire diagonals,
+    controlled single-target gates) become ``"program"`` steps (see :func:`uses_programs`); the
+    other ops are fused into blocks in canonical order."""
     fuse = circuit.fuse if fuse is None else fuse
     k = max_fused_wires or circuit.max_fused_wires or DEFAULT_MAX_FUSED_WIRES
     local_programs = local_programs and fuse
@@ -232,8 +233,7 @@ def _merged_monomial(run, n):
     idx, phase = torch.arange(2 ** n), None
     for op in run:
         if op.gate.kind == "permutation":
-            t = _merged_permutation(((tuple(op.gate.perm_fn(len(op.wires))), tuple(op.wires), op.adjoint),),
-                                    n, "cpu", False)
+            t = _merged_permutation((_perm_signature(op),), n, "cpu", False)
             idx = idx[t]
             phase = None if phase is None else phase[t]
         else:
@@ -452,10 +452,14 @@ def perm_index(step, device, inverse=False):
     key = (str(device), inverse)
     if key not in step.index_cache:
         lo = step.wires[0]
-        signature = tuple((tuple(op.gate.perm_fn(len(op.wires))), tuple(w - lo for w in op.wires), op.adjoint)
-                          for op in step.ops)
+        signature = tuple(_perm_signature(op, lo) for op in step.ops)
         step.index_cache[key] = _merged_permutation(signature, step.wires[-1] - lo + 1, str(device), inverse)
     return step.index_cache[key]
+
+
+def _perm_signature(op, lo=0):
+    """(local permutation, wires relative to ``lo``, adjoint): an op's key for _merged_permutation."""
+    return tuple(op.gate.perm_fn(len(op.wires))), tuple(w - lo for w in op.wires), op.adjoint
 
 
 @lru_cache(maxsize=64)

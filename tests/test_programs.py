@@ -277,6 +277,25 @@ def test_a_layered_circuit_is_one_program_with_one_table_per_ring(dtype):
     assert plan.steps[0].ops == []                       # no product state built in torch
 
 
+def test_encoding_slots_take_a_gradient_only_from_the_inputs(dtype):
+    """Per-sample slots hold only input gates, so without an input gradient they take none (and
+    the sweeps stop above them)."""
+    from torchquantum_layers.block_matrices import program_matrices, single_wire_tables
+    n, B = 4, 3
+    x = torch.rand(B, n, dtype=REAL[dtype])
+
+    def slot_matrices(circuit, x):
+        plan = build_plan(circuit, layout=True, zero_start=True, local_programs=True)
+        step = plan.steps[1]
+        w = circuit.weights.detach().requires_grad_(True)
+        return program_matrices(circuit, step, single_wire_tables(circuit, plan, x, w), None)
+
+    c = _layered(n, 2, dtype)
+    shared, batched = slot_matrices(c, x)
+    assert shared.requires_grad and not batched.requires_grad
+    assert slot_matrices(c, x.requires_grad_(True))[1].requires_grad
+
+
 def test_other_gates_split_programs_and_run_as_blocks(dtype, atol):
     n = 4
     c = tql.Circuit(n, dtype=dtype)
@@ -320,7 +339,7 @@ def test_a_partial_sweep_returns_what_the_full_one_does(wanted, dtype):
     n, B = 6, 3
     rng, program, shared, batched, psi = _random_case(n, B, 6, 10, dtype, [("gate", w, True) for w in range(n)])
     g = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
-    args = (psi, g, shared, batched, program.code, program.inverse, n)
+    args = (psi, g, shared, batched, program.code, program.inverse, n, program.group)
     full = native.program_grad(*args, want_state=True)
     part = native.program_grad(*args, *wanted)
     for want, a, b in zip(wanted, full, part):

@@ -75,9 +75,11 @@ def _grid_matrix(grid_spec, tables, kron_wires):
     batched, idx, W, P = grid_spec
     shared_t, batched_t = tables
     if batched:
-        shared_idx, batched_idx, from_batched = (t.to(batched_t.device) for t in idx)
-        grid = torch.where(from_batched[..., None, None], batched_t[:, batched_idx],
-                           shared_t[shared_idx])             # (B, W, P, 2, 2)
+        shared_idx, batched_idx, from_batched = (None if t is None else t.to(batched_t.device) for t in idx)
+        if shared_idx is None:        # the batched table's last entry is the identity padding
+            grid = batched_t[:, batched_idx]                 # (B, W, P, 2, 2)
+        else:
+            grid = torch.where(from_batched[..., None, None], batched_t[:, batched_idx], shared_t[shared_idx])
     else:
         grid = shared_t[idx.to(shared_t.device)]              # (W, P, 2, 2)
     return _product_and_kron(grid, W, P, kron_wires=kron_wires)

@@ -364,7 +364,8 @@ def _grid(seqs, where, groups, offset, n_shared, n_batched):
         # two tables: shared ops index the shared one (identity at n_shared), per-sample ops the
         # batched one (identity at n_batched); the mask says which one a slot reads
         from_batched = (idx >= n_shared) & (idx < identity)
-        shared_idx = torch.where(idx < n_shared, idx, n_shared)
+        # None: the slots hold no shared op (the encoding's), so they do not depend on the weights
+        shared_idx = torch.where(idx < n_shared, idx, n_shared) if bool((idx < n_shared).any()) else None
         batched_idx = torch.where(from_batched, idx - n_shared, n_batched)
         return True, (shared_idx, batched_idx, from_batched), len(rows), P
     return False, idx.clamp(max=n_shared), len(rows), P

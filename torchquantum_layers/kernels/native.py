@@ -112,8 +112,8 @@ def _load():
         getattr(lib, name).argtypes = [vp, i64, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp, cint]
         getattr(lib, name).restype = None
     for name in ("tql_program_grad_c64", "tql_program_grad_c128"):
-        getattr(lib, name).argtypes = [vp, vp, vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, vp, i64, vp, i64,
-                                       vp, cint]
+        getattr(lib, name).argtypes = [vp, vp, vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, vp, vp, i64, vp,
+                                       i64, vp, cint]
         getattr(lib, name).restype = None
     for name in ("tql_program_grad_ckpt_c64", "tql_program_grad_ckpt_c128"):
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp, vp, i64, vp, i64,
@@ -378,12 +378,14 @@ def program_grad_checkpointed(grad: torch.Tensor, shared, batched, code, inverse
 
 
 def program_grad(psi: torch.Tensor, grad: torch.Tensor, shared, batched, code: torch.Tensor,
-                 inverse_perms: torch.Tensor, bits: int, want_state: bool, want_input_grad: bool = True,
+                 inverse_perms: torch.Tensor, bits: int, group: torch.Tensor, want_state: bool,
+                 want_input_grad: bool = True,
                  want_shared: bool = True, want_batched: bool = True, inverse_phases=None):
     """The reverse sweep of :func:`run_program` from its output ``psi`` and the gradient ``grad``
     there: (psi before the program, grad before it, Σ grad_after · psi_before† per shared slot
     (G, 2, 2), the same per sample for the batched slots (B, Gb, 2, 2)); each None where not
-    asked for (or absent), and the sweep does only what the asked ones need."""
+    asked for (or absent), and the sweep does only what the asked ones need. ``group``: the first
+    op of each op's group of commuting gates (``Program.group``)."""
     chunks, sh, ba, stride, shift = _program_operands(psi, shared, batched, bits)
     g = grad.resolve_conj().contiguous()
     n_shared, gram_shared, n_own, gram_own = _grams(psi.shape[0], shared, batched, want_shared, want_batched)
@@ -391,6 +393,6 @@ def program_grad(psi: torch.Tensor, grad: torch.Tensor, shared, batched, code: t
     g_in = torch.empty_like(psi) if want_input_grad else None
     fn = _kernel("tql_program_grad", psi.dtype)
     fn(psi.data_ptr(), g.data_ptr(), _ptr(psi_in), _ptr(g_in), chunks, bits, code.shape[0], code.data_ptr(),
-       sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(), _ptr(inverse_phases), n_shared,
-       _ptr(gram_shared), n_own, _ptr(gram_own), torch.get_num_threads())
+       sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(), _ptr(inverse_phases), group.data_ptr(),
+       n_shared, _ptr(gram_shared), n_own, _ptr(gram_own), torch.get_num_threads())
     return (psi_in, g_in, *_gram_results(gram_shared, gram_own, psi.dtype))

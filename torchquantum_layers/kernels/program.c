@@ -392,13 +392,31 @@ DEF_PROGRAM(tql_program_c128, double, f64)
 static void back_chunk_##SUF(const T *psi, const T *g, T *psi_home, T *g_home, T *spare_p, T *spare_g, \
                              int64_t len, int64_t n_code, const int64_t *code, const T *shared, const T *own, \
                              const int32_t *inv, const T *inv_phases, double *acc_shared, double *acc_own, int64_t stop, \
-                             int64_t psi_from) { \
+                             int64_t psi_from, const int64_t *group, int64_t first_gram, int below) { \
     T *cp = psi_home, *cg = g_home; \
     memcpy(cp, psi, 2 * len * sizeof(T)); \
     memcpy(cg, g, 2 * len * sizeof(T)); \
     for (int64_t k = n_code - 1; k >= stop; --k) { \
         const int64_t *op = code + 3 * k; \
         const int keep_psi = k > psi_from;   /* psi before op k is still needed */ \
+        if (op[0] != 1 && group[k] <= first_gram && first_gram <= k) { \
+            /* the group of the first gate with a gradient: its gates commute, so every Gram comes */ \
+            /* from the states at the group's end, and nothing below needs psi or (unless asked) g */ \
+            for (int64_t j = k; j >= group[k]; --j) { \
+                const int64_t *o = code + 3 * j; \
+                double *a = SHARED_KIND(o[0]) ? acc_shared : acc_own; \
+                if (a) gram_op_##SUF(cp, cg, len, o, (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2], a + 8 * o[2]); \
+            } \
+            if (!below) break; \
+            for (int64_t j = k; j >= group[k]; --j) { \
+                const int64_t *o = code + 3 * j; \
+                const T *m = (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2]; \
+                if (psi_from < 0) undo_op_##SUF(cp, len, o, m); \
+                undo_op_##SUF(cg, len, o, m); \
+            } \
+            k = group[k]; \
+            continue; \
+        } \
         if (op[0] == 1) { \
             if (keep_psi) { \
                 gather_##SUF(spare_p, cp, inv + op[1], op[2] < 0 ? NULL : inv_phases + 2 * op[2], len); \
@@ -432,8 +450,8 @@ DEF_BACK_CHUNK(f64, double)
 void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *restrict g_in, int64_t chunks, \
           int64_t nb, int64_t n_code, const int64_t *restrict code, const T *restrict shared, \
           const T *restrict batched, int64_t stride, int64_t shift, const int32_t *restrict inv, \
-          const T *restrict inv_phases, int64_t n_shared, double *restrict gram_shared, int64_t n_own, \
-          double *restrict gram_own, int nthreads) { \
+          const T *restrict inv_phases, const int64_t *restrict group, int64_t n_shared, double *restrict gram_shared, \
+          int64_t n_own, double *restrict gram_own, int nthreads) { \
     const int64_t len = (int64_t)1 << nb, per = (int64_t)1 << shift; \
     const int64_t first_gram = first_gram_op(code, n_code, gram_shared != NULL, gram_own != NULL); \
     const int64_t psi_from = psi_in ? -1 : first_gram; \
@@ -449,7 +467,7 @@ void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *res
                 back_chunk_##SUF(psi + 2 * len * c, g + 2 * len * c, psi_in ? psi_in + 2 * len * c : own_psi, \
                                  g_in ? g_in + 2 * len * c : own_g, scratch, scratch + 2 * len, len, n_code, \
                                  code, shared, batched + s * stride, inv, inv_phases, acc, \
-                                 gram_own ? gram_own + s * 8 * n_own : NULL, stop, psi_from); \
+                                 gram_own ? gram_own + s * 8 * n_own : NULL, stop, psi_from, group, first_gram, psi_in || g_in); \
         add_thread_grams(gram_shared, acc, n_shared); \
         free(scratch); \
     } \
@@ -495,6 +513,7 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
                         double *a = SHARED_KIND(o[0]) ? acc : acc_own; \
                         if (a) gram_op_##SUF(psi, cg, len, o, (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2], a + 8 * o[2]); \
                     } \
+                    if (!g_in && group[k] <= first_gram) break;   /* nothing below needs g */ \
                     for (int64_t j = k; j >= group[k]; --j) { \
                         const int64_t *o = code + 3 * j; \
                         undo_op_##SUF(cg, len, o, (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2]); \

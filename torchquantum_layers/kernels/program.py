@@ -210,7 +210,7 @@ class _Run(torch.autograd.Function):
                 inverse_phases=p.phase_tables(grad.dtype)[1])
         else:
             _, g_in, g_shared, g_batched = native.program_grad(
-                out, grad, *mats, p.code, p.inverse, p.bits, want_state=False, want_input_grad=needs[0],
+                out, grad, *mats, p.code, p.inverse, p.bits, p.group, want_state=False, want_input_grad=needs[0],
                 want_shared=needs[1], want_batched=needs[2], inverse_phases=p.phase_tables(grad.dtype)[1])
         if needs[0] and state.shape[0] != g_in.shape[0]:
             g_in = g_in.sum(0, keepdim=True)          # one row read by every sample
@@ -237,7 +237,7 @@ def sweep_back(psi, lam, shared, batched, program: Program, want_states=True):
     slots; None for slots without gradient) from ψ and λ after it."""
     return native.program_grad(psi.resolve_conj().contiguous(), lam.resolve_conj().contiguous(), shared.detach(),
                                None if batched is None else batched.detach(), program.code, program.inverse,
-                               program.bits, want_state=want_states, want_input_grad=want_states,
+                               program.bits, program.group, want_state=want_states, want_input_grad=want_states,
                                want_shared=shared.requires_grad,
                                want_batched=batched is not None and batched.requires_grad,
                                inverse_phases=program.phase_tables(psi.dtype)[1])

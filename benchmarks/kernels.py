@@ -3,7 +3,8 @@
     python benchmarks/kernels.py [--nmin 16] [--nmax 24] [--dtypes c64,c128] [--fuse-widths 2,3,4,5]
 
 One clone = one read + one write of the state, measured in the same run, so the ratios are
-comparable across noisy shared machines. On CUDA the 1-qubit gate is also reported as achieved
+comparable across noisy shared machines. The layered circuit runs unfused, as fused blocks of
+each width (the GPU's engine) and, on the CPU, as (tiled) local programs, the engine's default. On CUDA the 1-qubit gate is also reported as achieved
 bandwidth in % of a device-to-device copy of the same bytes.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
-from torchquantum_layers import gates as G  # noqa: E402
+from torchquantum_layers import engine, gates as G  # noqa: E402
 from torchquantum_layers.engine import run_circuit  # noqa: E402
 
 from common import (  # noqa: E402
@@ -51,13 +52,20 @@ def bench(n, dtype, device, widths, rounds):
     rzz = [ratio(lambda a=a, b=b: G.RZZ.apply(state, (theta,), (a, b), n)) for a, b in [(0, 1), (n // 2, n - 1)]]
     gates_per_layer = 2 * n - 1
     layers = {}
-    for fuse, width in [(False, None)] + [(True, w) for w in widths]:
+    variants = [("unfused", False, None, False)] + [(f"fused k={w}", True, w, False) for w in widths]
+    if torch.device(device).type == "cpu":
+        variants.append(("programs", True, None, True))
+    for label, fuse, width, use_programs in variants:
         c = layered(n, dtype, device, fuse, width)
 
         def run(c=c):
             with torch.no_grad():
                 run_circuit(c, state)
-        layers["unfused" if not fuse else f"fused k={width}"] = ratio(run) / gates_per_layer
+        saved, engine.USE_PROGRAMS = engine.USE_PROGRAMS, use_programs
+        try:
+            layers[label] = ratio(run) / gates_per_layer
+        finally:
+            engine.USE_PROGRAMS = saved
     tc = paired(lambda: None, state, 1)[2]
     row = {"n": n, "dtype": str(dtype).replace("torch.", ""), "clone ms": f"{tc * 1e3:.3f}",
            "1q mean": f"{sum(one_q) / len(one_q):.2f}", "1q max": f"{max(one_q):.2f}",

@@ -24,18 +24,22 @@ def atol(dtype):
     return ATOL[dtype]
 
 
-@pytest.fixture(scope="module", params=["programs", "blocks"])
+@pytest.fixture(scope="module", params=["programs", "tiles", "blocks"])
 def engine_mode(request):
     """Run a module's tests through both CPU engines: local programs (the default where the
-    native library is built) and the fused-block engine (GPU, large registers, TQL_NATIVE=0)."""
+    native library is built), the same as passes of tiled programs (as registers beyond 14
+    qubits run: here a tile of 16 complex64 amplitudes, so 5-8 qubit circuits take several
+    passes) and the fused-block engine (GPU, TQL_NATIVE=0)."""
     from torchquantum_layers import engine
-    from torchquantum_layers.kernels import native
-    if request.param == "programs" and native.library() is None:
+    from torchquantum_layers.kernels import native, program
+    if request.param != "blocks" and native.library() is None:
         pytest.fail(f"the native library is needed for the programs engine: {native.status()}")
-    old = engine.USE_PROGRAMS
-    engine.USE_PROGRAMS = request.param == "programs"
+    old, old_row = engine.USE_PROGRAMS, program.MAX_ROW_BYTES
+    engine.USE_PROGRAMS = request.param != "blocks"
+    if request.param == "tiles":
+        program.MAX_ROW_BYTES = 128
     yield request.param
-    engine.USE_PROGRAMS = old
+    engine.USE_PROGRAMS, program.MAX_ROW_BYTES = old, old_row
 
 
 @pytest.fixture(scope="module")

@@ -53,10 +53,19 @@ def _random_program(n, rng, length=9):
     return entries
 
 
+def _real_rotation(rng):
+    """A real 2 x 2 orthogonal matrix (RY, H and their products: the kernels' real path)."""
+    t = rng.uniform(0, 2 * np.pi)
+    m = np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]], dtype=complex)
+    return m if rng.random() < 0.5 else m @ np.diag([1, -1])
+
+
 def _slot_values(entries, per_sample, rng):
     """The slots of one kind, 2 x 2 ones first, then diagonal and controlled ones in order:
-    random unitaries, and for a diagonal slot four random phases in the slot's (2, 2) place."""
-    gates = [oracle.random_unitary(2, rng) for e in entries if e[0] == "gate" and e[2] == per_sample]
+    random unitaries (every third 2 x 2 one real), and for a diagonal slot four random phases in
+    the slot's (2, 2) place."""
+    gates = [_real_rotation(rng) if i % 3 == 1 else oracle.random_unitary(2, rng)
+             for i, e in enumerate(entries) if e[0] == "gate" and e[2] == per_sample]
     extra = [np.exp(1j * rng.uniform(0, 2 * np.pi, 4)).reshape(2, 2) if e[0] == "diag" else oracle.random_unitary(2, rng)
              for e in entries if e[0] in ("diag", "cgate") and e[2] == per_sample]
     return gates + extra
@@ -209,6 +218,60 @@ def test_adjoint_sweep_recovers_the_input_state(dtype, atol):
     np.testing.assert_allclose(_np(lam_in), _np(lam), atol=10 * atol)
 
 
+@pytest.mark.parametrize("active", [(0, 2, 3, 5), (1, 2, 4, 5), (0, 1, 2, 4), (2, 3, 4, 5)])
+@pytest.mark.parametrize("checkpoints", [True, False], ids=["checkpoints", "uncompute"])
+def test_a_tiled_program_acts_on_its_bits_of_a_larger_state(active, checkpoints, dtype, atol, monkeypatch):
+    """A program on 4 of a 6-qubit state's index bits runs on every tile (value of the other two):
+    the output is the dense local operators on the state's wires of those bits, the input's
+    gradient their adjoint applied to the upstream one; the slots' gradients pass gradcheck
+    (complex128), with and without checkpoints; the adjoint sweep gives back ψ and λ."""
+    monkeypatch.setattr(P, "CHECKPOINT_BYTES", 2 ** 28 if checkpoints else 0)
+    monkeypatch.setattr(P, "MIN_GATES_PER_CHECKPOINT", 0)
+    n_local, n, B = 4, 6, 3
+    rng = np.random.default_rng(sum(active) + 7 * checkpoints)
+    entries = _random_program(n_local, rng, length=11)
+    program = P.Program.build(n_local, entries, active)
+    shared, batched = _slot_matrices(entries, B, rng)
+    psi, c = oracle.random_state(n, rng, batch=B), oracle.random_state(n, rng, batch=B)
+    wires = [n - 1 - active[n_local - 1 - k] for k in range(n_local)]     # local wire k's wire
+    psi_t = torch.as_tensor(psi, dtype=dtype).requires_grad_()
+    out = P.run(psi_t, *_tensors(shared, batched, dtype), program)
+    (torch.as_tensor(c, dtype=dtype).conj() * out).real.sum().backward()
+    for b in range(B):
+        u = np.eye(2 ** n)
+        for m, _ in _dense_ops(entries, shared, batched, n_local, b):
+            u = oracle.full_operator(m, wires, n) @ u
+        np.testing.assert_allclose(_np(out[b]), u @ psi[b], atol=atol)
+        np.testing.assert_allclose(_np(psi_t.grad[b]), u.conj().T @ c[b], atol=10 * atol)
+    sh, ba = _tensors(shared, batched, dtype)
+    lam = torch.as_tensor(c, dtype=dtype)
+    psi_in, lam_in, _, _ = P.sweep_back(P.run(psi_t.detach(), sh, ba, program), P.run(lam, sh, ba, program),
+                                        sh, ba, program)
+    np.testing.assert_allclose(_np(psi_in), psi, atol=10 * atol)
+    np.testing.assert_allclose(_np(lam_in), c, atol=10 * atol)
+    if dtype == torch.complex128:
+        inputs = (psi_t.detach().requires_grad_(), sh.requires_grad_(), ba.requires_grad_())
+        assert torch.autograd.gradcheck(lambda s, a, q: P.run(s, a, q, program), inputs)
+
+
+def test_wide_registers_run_as_passes_of_tiled_programs(monkeypatch):
+    """Beyond the tile size the ops are scheduled into passes: each holds at most the tile's
+    wires, always the last ones, and an op only overtakes ops on other wires."""
+    monkeypatch.setattr(P, "MAX_ROW_BYTES", 2 ** 7)         # complex64 tiles of 4 bits
+    n = 7
+    c = _layered(n, 2, torch.complex64)
+    c.rzz(0, 6, trainable=True)
+    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
+    passes = [s for s in plan.steps if s.kind == "program"]
+    assert len(passes) > 1 and all(len(s.wires) <= 4 and {5, 6} <= set(s.wires) for s in passes)
+    position = {id(op): i for i, op in enumerate(op for s in passes for op in s.ops)}
+    assert sorted(position) == sorted(map(id, c.ops))
+    for i, op in enumerate(c.ops):          # ops sharing a wire keep their order
+        for later in c.ops[i + 1:]:
+            if set(op.wires) & set(later.wires):
+                assert position[id(op)] < position[id(later)]
+
+
 def test_replay_is_the_same_program(dtype, atol):
     _, program, shared, batched, psi = _random_case(5, 2, 4, 13, dtype)
     np.testing.assert_allclose(_np(P.replay(psi, shared, batched, program)),
@@ -313,11 +376,10 @@ def test_other_gates_split_programs_and_run_as_blocks(dtype, atol):
     np.testing.assert_allclose(_np(c()), _oracle_from_zero(c), atol=atol)
 
 
-def test_programs_run_only_where_rows_fit_in_cache():
-    assert P.usable(14, torch.complex64, "cpu") and P.usable(13, torch.complex128, "cpu")
-    assert not P.usable(15, torch.complex64, "cpu") and not P.usable(14, torch.complex128, "cpu")
-    assert not P.usable(4, torch.complex64, "cuda")
-    assert not P.usable(4, torch.float32, "cpu")
+def test_programs_run_on_cpu_states_in_chunks_that_fit_in_cache():
+    assert P.usable(torch.complex64, "cpu") and P.usable(torch.complex128, "cpu")
+    assert not P.usable(torch.complex64, "cuda") and not P.usable(torch.float32, "cpu")
+    assert P.local_bits(torch.complex64) == 14 and P.local_bits(torch.complex128) == 13
 
 
 def test_the_engine_switch_turns_programs_off(monkeypatch):

@@ -85,9 +85,9 @@ def _angle_kind(a):
 
 def uses_programs(circuit, fuse=None) -> bool:
     """Whether the state-vector engine runs ``circuit`` as local programs (kernels.program): on
-    the CPU, with the native library, for registers whose rows fit in cache."""
+    the CPU, with the native library (registers whose rows do not fit in cache run as tiles)."""
     fuse = circuit.fuse if fuse is None else fuse
-    return USE_PROGRAMS and fuse and programs.usable(circuit.n_wires, circuit.dtype, circuit.device)
+    return USE_PROGRAMS and fuse and programs.usable(circuit.dtype, circuit.device)
 
 
 def build_plan(circuit, fuse=None, max_fused_wires=None, layout=False, zero_start=False,
@@ -103,7 +103,7 @@ def build_plan(circuit, fuse=None, max_fused_wires=None, layout=False, zero_star
     fuse = circuit.fuse if fuse is None else fuse
     k = max_fused_wires or circuit.max_fused_wires or DEFAULT_MAX_FUSED_WIRES
     local_programs = local_programs and fuse
-    key = (fuse, k, layout, zero_start, local_programs)
+    key = (fuse, k, layout, zero_start, local_programs and programs.local_bits(circuit.dtype))
     if circuit._plan_cache is None or circuit._plan_cache.get("n_ops") != len(circuit.ops):
         circuit._plan_cache = {"n_ops": len(circuit.ops)}
     cache = circuit._plan_cache
@@ -113,7 +113,7 @@ def build_plan(circuit, fuse=None, max_fused_wires=None, layout=False, zero_star
         product_start = zero_start and not local_programs
         prefix, ops = _product_prefix(circuit.ops) if product_start else ([], circuit.ops)
         if local_programs:
-            steps = _program_fuse(ops, k, circuit.n_wires)
+            steps = _program_fuse(ops, k, circuit.n_wires, programs.local_bits(circuit.dtype))
         else:
             steps = _fuse(ops, k) if fuse else [Step("single", op.wires, [op]) for op in ops]
         if layout and not local_programs:
@@ -168,37 +168,76 @@ def _programmable(op):
     return _tabulated(op) or _monomial(op) or _diagonal_slot(op) or _controlled_slot(op)
 
 
-def _program_fuse(ops, k, n):
-    """Maximal runs of programmable ops become programs, the ops between them fused blocks."""
+def _program_fuse(ops, k, n, max_bits):
+    """Maximal runs of programmable ops become programs, the ops between them fused blocks. A
+    register of more than ``max_bits`` wires runs each run as passes of tiled programs."""
+    low = _tile_run_wires(n, max_bits)
     steps, others = [], []
-    for programmable, run in groupby(ops, key=_programmable):
+    for programmable, run in groupby(ops, key=lambda op: _programmable(op) and len(op.wires) <= max_bits - low):
         run = list(run)
         if programmable and len(run) >= _MIN_PROGRAM_OPS:
             steps.extend(_fuse(others, k))
             others = []
-            steps.append(_program_step(run, n))
+            if n <= max_bits:
+                steps.append(_program_step(run, n))
+            else:
+                steps.extend(_program_step(part, n, active) for part, active in _passes(run, n, max_bits, low))
         else:
             others.extend(run)
     return steps + _fuse(others, k)
 
 
-def _program_step(ops, n):
+def _tile_run_wires(n, max_bits):
+    """How many of the last wires every tile holds (0 for a program on whole rows): their runs of
+    contiguous amplitudes (8 of complex64 for each of at most half the tile's bits, up to 128) keep
+    the tiles' gathers streaming."""
+    return 0 if n <= max_bits else min(7, max_bits // 2)
+
+
+def _passes(run, n, max_bits, low):
+    """[(ops, active wires)]: ``run`` cut into passes of at most ``max_bits`` wires, each holding
+    the last ``low`` wires. An op joins the current pass unless it shares a wire with an op left
+    for later (it commutes with those it overtakes) or its wires do not fit."""
+    base = set(range(n - low, n))
+    out = []
+    while run:
+        active, blocked, take, rest = set(base), set(), [], []
+        for i, op in enumerate(run):
+            wires = set(op.wires)
+            if not wires & blocked and len(active | wires) <= max_bits:
+                active |= wires
+                take.append(op)
+            else:
+                rest.append(op)
+                blocked |= wires
+                if len(blocked) == n:
+                    rest.extend(run[i + 1:])
+                    break
+        out.append((take, tuple(sorted(active))))
+        run = rest
+    return out
+
+
+def _program_step(ops, n, active=None):
     """One program: each wire's single-wire ops multiply into one slot matrix until a permutation
     touches the wire; consecutive permutations merge into one index table. A wire's pending ops
-    go before the open run of permutations unless one of them touched that wire."""
+    go before the open run of permutations unless one of them touched that wire. ``active``: the
+    wires of a tiled program (all ``n`` when None); the program numbers them 0.. in order."""
+    local = {w: i for i, w in enumerate(range(n) if active is None else active)}
+    m = len(local)
     entries, pending = [], {}
     run, run_wires = [], set()
 
     def close_run():
         if run:
-            entries.append(("perm", *_merged_monomial(run, n)))
+            entries.append(("perm", *_merged_monomial(run, m, local)))
             run.clear()
             run_wires.clear()
 
     def emit(w):
         # a slot's ops all share or all read inputs: shared matrices stay (G, 2, 2)
         for level, (per_sample, run_ops) in enumerate(groupby(pending.pop(w), key=_reads_input)):
-            entries.append(("gate", w, per_sample, list(run_ops), level))
+            entries.append(("gate", local[w], per_sample, list(run_ops), level))
 
     for op in ops:
         if _tabulated(op):
@@ -213,7 +252,8 @@ def _program_step(ops, n):
             # after the open permutations only where they touch its wires (else it commutes)
             if run_wires & set(op.wires):
                 close_run()
-            entries.append(("diag" if _diagonal_slot(op) else "cgate", op.wires, _reads_input(op), op))
+            entries.append(("diag" if _diagonal_slot(op) else "cgate", tuple(local[w] for w in op.wires),
+                            _reads_input(op), op))
             continue
         run.append(op)
         run_wires.update(op.wires)
@@ -222,24 +262,28 @@ def _program_step(ops, n):
         emit(w)
     entries = _by_level(entries)
     slots = [(e[1], e[3], e[2]) for e in entries if e[0] == "gate"]
-    step = Step("program", tuple(range(n)), list(ops), slots=slots,
+    step = Step("program", tuple(local), list(ops), slots=slots,
                 extra_slots=[(e[3], e[2]) for e in entries if e[0] in ("diag", "cgate")])
-    step.program = programs.Program.build(n, [e if e[0] == "perm" else e[:3] for e in entries])
+    bits = None if active is None else sorted(n - 1 - w for w in active)
+    step.program = programs.Program.build(m, [e if e[0] == "perm" else e[:3] for e in entries], bits)
     return step
 
 
-def _merged_monomial(run, n):
-    """(t, d or None): consecutive permutations and fixed diagonals as new[j] = d[j] old[t[j]]."""
+def _merged_monomial(run, n, local):
+    """(t, d or None): consecutive permutations and fixed diagonals as new[j] = d[j] old[t[j]],
+    on the ``n`` wires numbered by ``local``."""
     idx, phase = torch.arange(2 ** n), None
     for op in run:
+        wires = tuple(local[w] for w in op.wires)
         if op.gate.kind == "permutation":
-            t = _merged_permutation((_perm_signature(op),), n, "cpu", False)
+            perm, _, adjoint = _perm_signature(op)
+            t = _merged_permutation(((perm, wires, adjoint),), n, "cpu", False)
             idx = idx[t]
             phase = None if phase is None else phase[t]
         else:
             diag = op.gate.diag_fn((), len(op.wires), torch.complex128, None, "cpu")
             diag = diag.conj() if op.adjoint else diag
-            row = apply_diagonal_unchecked(torch.ones(1, 2 ** n, dtype=torch.complex128), diag, op.wires, n)[0]
+            row = apply_diagonal_unchecked(torch.ones(1, 2 ** n, dtype=torch.complex128), diag, wires, n)[0]
             phase = row if phase is None else phase * row
     return idx, phase
 

@@ -109,15 +109,16 @@ def _load():
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, cint]
         getattr(lib, name).restype = None
     for name in ("tql_program_c64", "tql_program_c128"):
-        getattr(lib, name).argtypes = [vp, i64, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp, cint]
+        getattr(lib, name).argtypes = [vp, i64, vp, i64, i64, i64, vp, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp,
+                                       cint]
         getattr(lib, name).restype = None
     for name in ("tql_program_grad_c64", "tql_program_grad_c128"):
-        getattr(lib, name).argtypes = [vp, vp, vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, vp, vp, i64, vp,
-                                       i64, vp, cint]
+        getattr(lib, name).argtypes = [vp, vp, vp, vp, i64, i64, i64, vp, i64, vp, vp, vp, i64, i64, vp, vp, vp,
+                                       i64, vp, i64, vp, cint]
         getattr(lib, name).restype = None
     for name in ("tql_program_grad_ckpt_c64", "tql_program_grad_ckpt_c128"):
-        getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp, vp, i64, vp, i64,
-                                       vp, cint]
+        getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp, vp,
+                                       i64, vp, i64, vp, cint]
         getattr(lib, name).restype = None
     return lib, f"in use ({path})"
 
@@ -335,18 +336,36 @@ def _program_operands(state, shared, batched, bits):
     return B * N >> bits, shared, batched, batched[0].numel() * 2, (N >> bits).bit_length() - 1
 
 
+def _tile(state, bits, active):
+    """(log2 of the row length, the program's ascending physical index bits: all by default)."""
+    n_total = state.shape[1].bit_length() - 1
+    if active is None:
+        active = _all_bits(n_total)
+    if active.numel() != bits:
+        raise ValueError(f"program: {active.numel()} active bits for a program on {bits}")
+    return n_total, active
+
+
+@functools.lru_cache(maxsize=None)
+def _all_bits(n):
+    return torch.arange(n, dtype=torch.int64)
+
+
 def run_program(state: torch.Tensor, shared, batched, code: torch.Tensor, perms: torch.Tensor,
-                bits: int, checkpoints=None, save=None, phases=None) -> torch.Tensor:
+                bits: int, checkpoints=None, save=None, phases=None, active=None) -> torch.Tensor:
     """The local program ``code`` (see program.c) on every chunk of 2^bits amplitudes of a plain
     CPU state: ``shared`` (G, 2, 2) matrices, ``batched`` (B, Gb, 2, 2) ones per sample (or None).
     A state of one row with B sets of ``batched`` gives B rows (the row is read, not copied).
     ``checkpoints`` (K, B, N) receives the state after each op k with ``save[k]`` >= 0;
-    ``phases``: the monomials' phase tables, of the state's dtype."""
+    ``phases``: the monomials' phase tables, of the state's dtype. ``active``: the index bits the
+    program acts on (ascending; default all), each other value of the rest being one chunk."""
     rows = state.shape[0] if batched is None else batched.shape[0]
     out = torch.empty(rows, state.shape[1], dtype=state.dtype)
     chunks, sh, ba, stride, shift = _program_operands(out, shared, batched, bits)
+    n_total, active = _tile(state, bits, active)
     fn = _kernel("tql_program", state.dtype)
-    fn(state.data_ptr(), state.numel() >> bits, out.data_ptr(), chunks, bits, code.shape[0], code.data_ptr(),
+    fn(state.data_ptr(), state.shape[0], out.data_ptr(), chunks, bits, n_total, active.data_ptr(), code.shape[0],
+       code.data_ptr(),
        sh.data_ptr(), ba.data_ptr(), stride, shift, perms.data_ptr(), _ptr(phases), _ptr(checkpoints), _ptr(save),
        torch.get_num_threads())
     return out
@@ -362,7 +381,7 @@ def _grams(rows, shared, batched, want_shared, want_batched):
 
 def program_grad_checkpointed(grad: torch.Tensor, shared, batched, code, inverse_perms, bits: int, checkpoints,
                               save, group, want_input_grad=True, want_shared=True, want_batched=True,
-                              inverse_phases=None):
+                              inverse_phases=None, active=None):
     """:func:`program_grad` for backprop from the states :func:`run_program` kept in
     ``checkpoints`` (see program.c): ψ is read there, never un-computed. Returns (grad before the
     program, shared slots' gradient, per-sample slots' gradient), each None where not asked."""
@@ -370,17 +389,18 @@ def program_grad_checkpointed(grad: torch.Tensor, shared, batched, code, inverse
     chunks, sh, ba, stride, shift = _program_operands(g, shared, batched, bits)
     n_shared, gram_shared, n_own, gram_own = _grams(g.shape[0], shared, batched, want_shared, want_batched)
     g_in = torch.empty_like(g) if want_input_grad else None
+    n_total, active = _tile(g, bits, active)
     fn = _kernel("tql_program_grad_ckpt", g.dtype)
-    fn(g.data_ptr(), _ptr(g_in), chunks, bits, code.shape[0], code.data_ptr(), sh.data_ptr(), ba.data_ptr(), stride,
-       shift, inverse_perms.data_ptr(), _ptr(inverse_phases), checkpoints.data_ptr(), save.data_ptr(), group.data_ptr(),
-       n_shared, _ptr(gram_shared), n_own, _ptr(gram_own), torch.get_num_threads())
+    fn(g.data_ptr(), _ptr(g_in), chunks, bits, n_total, active.data_ptr(), code.shape[0], code.data_ptr(),
+       sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(), _ptr(inverse_phases),
+       checkpoints.data_ptr(), save.data_ptr(), group.data_ptr(), n_shared, _ptr(gram_shared), n_own, _ptr(gram_own), torch.get_num_threads())
     return (g_in, *_gram_results(gram_shared, gram_own, g.dtype))
 
 
 def program_grad(psi: torch.Tensor, grad: torch.Tensor, shared, batched, code: torch.Tensor,
                  inverse_perms: torch.Tensor, bits: int, group: torch.Tensor, want_state: bool,
                  want_input_grad: bool = True,
-                 want_shared: bool = True, want_batched: bool = True, inverse_phases=None):
+                 want_shared: bool = True, want_batched: bool = True, inverse_phases=None, active=None):
     """The reverse sweep of :func:`run_program` from its output ``psi`` and the gradient ``grad``
     there: (psi before the program, grad before it, Σ grad_after · psi_before† per shared slot
     (G, 2, 2), the same per sample for the batched slots (B, Gb, 2, 2)); each None where not
@@ -391,8 +411,9 @@ def program_grad(psi: torch.Tensor, grad: torch.Tensor, shared, batched, code: t
     n_shared, gram_shared, n_own, gram_own = _grams(psi.shape[0], shared, batched, want_shared, want_batched)
     psi_in = torch.empty_like(psi) if want_state else None
     g_in = torch.empty_like(psi) if want_input_grad else None
+    n_total, active = _tile(psi, bits, active)
     fn = _kernel("tql_program_grad", psi.dtype)
-    fn(psi.data_ptr(), g.data_ptr(), _ptr(psi_in), _ptr(g_in), chunks, bits, code.shape[0], code.data_ptr(),
-       sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(), _ptr(inverse_phases), group.data_ptr(),
-       n_shared, _ptr(gram_shared), n_own, _ptr(gram_own), torch.get_num_threads())
+    fn(psi.data_ptr(), g.data_ptr(), _ptr(psi_in), _ptr(g_in), chunks, bits, n_total, active.data_ptr(),
+       code.shape[0], code.data_ptr(), sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(),
+       _ptr(inverse_phases), group.data_ptr(), n_shared, _ptr(gram_shared), n_own, _ptr(gram_own), torch.get_num_threads())
     return (psi_in, g_in, *_gram_results(gram_shared, gram_own, psi.dtype))

@@ -20,6 +20,9 @@
     (acc)[4] += (gb)[0] * (pa)[0] + (gb)[1] * (pa)[1]; (acc)[5] += (gb)[1] * (pa)[0] - (gb)[0] * (pa)[1]; \
     (acc)[6] += (gb)[0] * (pb)[0] + (gb)[1] * (pb)[1]; (acc)[7] += (gb)[1] * (pb)[0] - (gb)[0] * (pb)[1]; }
 
+/* a 2 x 2 matrix with real entries (RY, H, their products): half the multiply-adds */
+#define REAL_M(m) ((m)[1] == 0 && (m)[3] == 0 && (m)[5] == 0 && (m)[7] == 0)
+
 /* d = m^dagger */
 #define DAGGER(d, m) { (d)[0] = (m)[0]; (d)[1] = -(m)[1]; (d)[2] = (m)[4]; (d)[3] = -(m)[5]; \
                        (d)[4] = (m)[2]; (d)[5] = -(m)[3]; (d)[6] = (m)[6]; (d)[7] = -(m)[7]; }
@@ -120,6 +123,17 @@ static void gate_wide_##SUF(T *x, int64_t len, int bit, const T *m, int64_t cmas
     const VEC_##SUF ar = SET1_##SUF(m[0]), ai = SET1_##SUF(m[1]), br = SET1_##SUF(m[2]), bi = SET1_##SUF(m[3]); \
     const VEC_##SUF cr = SET1_##SUF(m[4]), ci = SET1_##SUF(m[5]), dr = SET1_##SUF(m[6]), di = SET1_##SUF(m[7]); \
     const int64_t s = (int64_t)1 << bit; \
+    if (REAL_M(m)) { \
+        for (int64_t base = 0; base < len; base += 2 * s) \
+            for (int64_t r = base; r < base + s; r += LANES_##SUF) { \
+                if ((r & cmask) != cmask) continue; \
+                T *p = x + 2 * r, *q = p + 2 * s; \
+                const VEC_##SUF P = LOAD_##SUF(p), Q = LOAD_##SUF(q); \
+                STORE_##SUF(p, FMA_##SUF(ar, P, MUL_##SUF(br, Q))); \
+                STORE_##SUF(q, FMA_##SUF(cr, P, MUL_##SUF(dr, Q))); \
+            } \
+        return; \
+    } \
     for (int64_t base = 0; base < len; base += 2 * s) \
         for (int64_t r = base; r < base + s; r += LANES_##SUF) { \
             if ((r & cmask) != cmask) continue;   /* whole registers share the control bits */ \
@@ -134,13 +148,22 @@ static void back_wide_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const 
     const VEC_##SUF cr = SET1_##SUF(d[4]), ci = SET1_##SUF(d[5]), dr = SET1_##SUF(d[6]), di = SET1_##SUF(d[7]); \
     GRAM_REGS(SUF) \
     const int64_t s = (int64_t)1 << bit; \
+    const int real = REAL_M(d); \
     for (int64_t base = 0; base < len; base += 2 * s) \
         for (int64_t r = base; r < base + s; r += LANES_##SUF) { \
             if ((r & cmask) != cmask) continue;   /* whole registers share the control bits */ \
             T *p = x + 2 * r, *q = p + 2 * s, *u = g + 2 * r, *v = u + 2 * s; \
             const VEC_##SUF P = LOAD_##SUF(p), Q = LOAD_##SUF(q), Ps = SWAP_##SUF(P), Qs = SWAP_##SUF(Q); \
-            const VEC_##SUF U = LOAD_##SUF(u), V = LOAD_##SUF(v), Us = SWAP_##SUF(U), Vs = SWAP_##SUF(V); \
+            const VEC_##SUF U = LOAD_##SUF(u), V = LOAD_##SUF(v); \
             GRAM_ACCUMULATE(SUF, U, V, P, Ps, Q, Qs) \
+            if (real) { \
+                STORE_##SUF(p, FMA_##SUF(ar, P, MUL_##SUF(br, Q))); \
+                STORE_##SUF(q, FMA_##SUF(cr, P, MUL_##SUF(dr, Q))); \
+                STORE_##SUF(u, FMA_##SUF(ar, U, MUL_##SUF(br, V))); \
+                STORE_##SUF(v, FMA_##SUF(cr, U, MUL_##SUF(dr, V))); \
+                continue; \
+            } \
+            const VEC_##SUF Us = SWAP_##SUF(U), Vs = SWAP_##SUF(V); \
             STORE_##SUF(p, VMAT(SUF, ar, ai, br, bi, P, Ps, Q, Qs)); \
             STORE_##SUF(q, VMAT(SUF, cr, ci, dr, di, P, Ps, Q, Qs)); \
             STORE_##SUF(u, VMAT(SUF, ar, ai, br, bi, U, Us, V, Vs)); \
@@ -188,6 +211,13 @@ static void gate_narrow_##SUF(T *x, int64_t len, int bit, const T *m) { \
     lane_coefs_##SUF(m, bit, coefs); \
     const VEC_##SUF sr = LOAD_##SUF(coefs[0]), si = LOAD_##SUF(coefs[1]); \
     const VEC_##SUF pr = LOAD_##SUF(coefs[2]), pi = LOAD_##SUF(coefs[3]); \
+    if (REAL_M(m)) { \
+        for (int64_t i = 0; i < len; i += LANES_##SUF) { \
+            const VEC_##SUF X = LOAD_##SUF(x + 2 * i); \
+            STORE_##SUF(x + 2 * i, FMA_##SUF(sr, X, MUL_##SUF(pr, NEAR_##SUF(X, bit)))); \
+        } \
+        return; \
+    } \
     for (int64_t i = 0; i < len; i += LANES_##SUF) { \
         const VEC_##SUF X = LOAD_##SUF(x + 2 * i), P = NEAR_##SUF(X, bit); \
         STORE_##SUF(x + 2 * i, VMAT(SUF, sr, si, pr, pi, X, SWAP_##SUF(X), P, SWAP_##SUF(P))); \
@@ -199,11 +229,17 @@ static void back_narrow_##SUF(T *x, T *g, int64_t len, int bit, const T *d, cons
     const VEC_##SUF sr = LOAD_##SUF(coefs[0]), si = LOAD_##SUF(coefs[1]); \
     const VEC_##SUF pr = LOAD_##SUF(coefs[2]), pi = LOAD_##SUF(coefs[3]); \
     VEC_##SUF sD = ZERO_##SUF(), sX = ZERO_##SUF(), pD = ZERO_##SUF(), pX = ZERO_##SUF(); \
+    const int real = REAL_M(d); \
     for (int64_t i = 0; i < len; i += LANES_##SUF) { \
         const VEC_##SUF X = LOAD_##SUF(x + 2 * i), P = NEAR_##SUF(X, bit), Xs = SWAP_##SUF(X), Ps = SWAP_##SUF(P); \
         const VEC_##SUF G = LOAD_##SUF(g + 2 * i), Gp = NEAR_##SUF(G, bit); \
         sD = FMA_##SUF(G, X, sD); sX = FMA_##SUF(G, Xs, sX); \
         pD = FMA_##SUF(G, P, pD); pX = FMA_##SUF(G, Ps, pX); \
+        if (real) { \
+            STORE_##SUF(x + 2 * i, FMA_##SUF(sr, X, MUL_##SUF(pr, P))); \
+            STORE_##SUF(g + 2 * i, FMA_##SUF(sr, G, MUL_##SUF(pr, Gp))); \
+            continue; \
+        } \
         STORE_##SUF(x + 2 * i, VMAT(SUF, sr, si, pr, pi, X, Xs, P, Ps)); \
         STORE_##SUF(g + 2 * i, VMAT(SUF, sr, si, pr, pi, G, SWAP_##SUF(G), Gp, SWAP_##SUF(Gp))); \
     } \
@@ -340,6 +376,59 @@ static int64_t first_gram_op(const int64_t *code, int64_t n_code, int shared, in
     return n_code;
 }
 
+/* Tiles: a program acts on nb of the state's n_total index bits, the ascending physical bit
+ * positions active[0..nb); chunk c is row c / n_tiles, tile c % n_tiles of it (one value of the
+ * other bits), and local index j of the chunk sits at physical offset deposit(j, active) there.
+ * The active bits 0..L-1 (the lowest, when present) make runs of 2^L contiguous amplitudes:
+ * a tile is n_seg such runs, gathered into a cache-resident row and scattered back. A program on
+ * all bits is one tile per row, one run. */
+typedef struct {
+    int64_t row_len, seg_len, n_seg, n_tiles;
+    int64_t *seg_off, *tile_base;     /* amplitude offsets of a tile's runs, and of each tile in its row */
+} tiles_t;
+
+static int64_t deposit(int64_t v, const int64_t *bits, int64_t n_bits) {
+    int64_t out = 0;
+    for (int64_t i = 0; i < n_bits; ++i)
+        if (v >> i & 1) out |= (int64_t)1 << bits[i];
+    return out;
+}
+
+static void tiles_init(tiles_t *tl, int64_t n_total, int64_t nb, const int64_t *active) {
+    int64_t low = 0, inactive[64], n_in = 0;
+    while (low < nb && active[low] == low) ++low;
+    for (int64_t b = 0, i = 0; b < n_total; ++b) {
+        if (i < nb && active[i] == b) ++i;
+        else inactive[n_in++] = b;
+    }
+    tl->row_len = (int64_t)1 << n_total;
+    tl->seg_len = (int64_t)1 << low;
+    tl->n_seg = (int64_t)1 << (nb - low);
+    tl->n_tiles = (int64_t)1 << n_in;
+    tl->seg_off = (int64_t *)malloc(sizeof(int64_t) * (size_t)(tl->n_seg + tl->n_tiles));
+    tl->tile_base = tl->seg_off + tl->n_seg;
+    for (int64_t g = 0; g < tl->n_seg; ++g) tl->seg_off[g] = deposit(g, active + low, nb - low);
+    for (int64_t t = 0; t < tl->n_tiles; ++t) tl->tile_base[t] = deposit(t, inactive, n_in);
+}
+
+/* the amplitude offset of chunk c in a state */
+static int64_t tile_offset(const tiles_t *tl, int64_t c) {
+    return (c / tl->n_tiles) * tl->row_len + tl->tile_base[c % tl->n_tiles];
+}
+
+/* row <- the tile at src (load), or the tile at dst <- row (store); elem: bytes per amplitude */
+static void tile_load(void *row, const void *src, const tiles_t *tl, size_t elem) {
+    const size_t run = elem * (size_t)tl->seg_len;
+    for (int64_t g = 0; g < tl->n_seg; ++g)
+        memcpy((char *)row + run * (size_t)g, (const char *)src + elem * (size_t)tl->seg_off[g], run);
+}
+
+static void tile_store(void *dst, const void *row, const tiles_t *tl, size_t elem) {
+    const size_t run = elem * (size_t)tl->seg_len;
+    for (int64_t g = 0; g < tl->n_seg; ++g)
+        memcpy((char *)dst + elem * (size_t)tl->seg_off[g], (const char *)row + run * (size_t)g, run);
+}
+
 /* one thread's shared-slot sums into the total, and its buffer freed */
 static void add_thread_grams(double *gram, double *acc, int64_t n_slots) {
     if (!acc) return;
@@ -348,23 +437,29 @@ static void add_thread_grams(double *gram, double *acc, int64_t n_slots) {
     free(acc);
 }
 
-/* out = the program applied to every chunk of in; in holds in_chunks chunks, repeated (a state
+/* out = the program applied to every chunk (tile) of in; in holds in_rows rows, repeated (a state
  * of one sample broadcast over per-sample matrices is read in place, not copied B times).
  * ckpt (optional): the state after op k is kept in checkpoint save[k] (>= 0), laid out as
  * (checkpoints, chunks, 2^nb), for the checkpointed backward below. */
 #define DEF_PROGRAM(NAME, T, SUF) \
-void NAME(const T *restrict in, int64_t in_chunks, T *restrict out, int64_t chunks, int64_t nb, int64_t n_code, \
+void NAME(const T *restrict in, int64_t in_rows, T *restrict out, int64_t chunks, int64_t nb, int64_t n_total, \
+          const int64_t *restrict active, int64_t n_code, \
           const int64_t *restrict code, const T *restrict shared, const T *restrict batched, int64_t stride, \
           int64_t shift, const int32_t *restrict perms, const T *restrict phases, T *restrict ckpt, \
           const int64_t *restrict save, int nthreads) { \
     const int64_t len = (int64_t)1 << nb; \
+    tiles_t tl; \
+    tiles_init(&tl, n_total, nb, active); \
+    const int runs = tl.n_seg > 1;   /* a tile of several runs is gathered into a row and back */ \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
     { \
-        T *scratch = (T *)malloc(2 * len * sizeof(T)); \
+        T *scratch = (T *)malloc(4 * len * sizeof(T)); \
         _Pragma("omp for schedule(static)") \
         for (int64_t c = 0; c < chunks; ++c) { \
-            T *home = out + 2 * len * c, *cur = home, *spare = scratch; \
-            memcpy(cur, in + 2 * len * (c % in_chunks), 2 * len * sizeof(T)); \
+            const int64_t at = tile_offset(&tl, c); \
+            const int64_t row = c / tl.n_tiles, src = (row % in_rows) * tl.row_len + (at - row * tl.row_len); \
+            T *home = runs ? scratch + 2 * len : out + 2 * at, *cur = home, *spare = scratch; \
+            tile_load(cur, in + 2 * src, &tl, 2 * sizeof(T)); \
             const T *own = batched + (c >> shift) * stride; \
             for (int64_t k = 0; k < n_code; ++k) { \
                 const int64_t *op = code + 3 * k; \
@@ -376,26 +471,26 @@ void NAME(const T *restrict in, int64_t in_chunks, T *restrict out, int64_t chun
                 } \
                 if (ckpt && save[k] >= 0) memcpy(ckpt + 2 * len * (save[k] * chunks + c), cur, 2 * len * sizeof(T)); \
             } \
-            if (cur != home) memcpy(home, cur, 2 * len * sizeof(T)); \
+            if (runs) tile_store(out + 2 * at, cur, &tl, 2 * sizeof(T)); \
+            else if (cur != home) memcpy(home, cur, 2 * len * sizeof(T)); \
         } \
         free(scratch); \
     } \
+    free(tl.seg_off); \
 }
 DEF_PROGRAM(tql_program_c64, float, f32)
 DEF_PROGRAM(tql_program_c128, double, f64)
 
-/* The reverse sweep of one chunk: psi (after the program) and g (the gradient there) are
- * un-computed op by op into psi_home / g_home (what they were before the program), and each
+/* The reverse sweep of one chunk: psi_home and g_home, psi after the program and the gradient
+ * there, are un-computed op by op (to what they were before the program), and each
  * gate's sum of g_after conj(psi_before) is added to its slot's 8 doubles in acc_shared or
  * acc_own. inv: the inverse tables. */
 #define DEF_BACK_CHUNK(SUF, T) \
-static void back_chunk_##SUF(const T *psi, const T *g, T *psi_home, T *g_home, T *spare_p, T *spare_g, \
+static void back_chunk_##SUF(T *psi_home, T *g_home, T *spare_p, T *spare_g, \
                              int64_t len, int64_t n_code, const int64_t *code, const T *shared, const T *own, \
                              const int32_t *inv, const T *inv_phases, double *acc_shared, double *acc_own, int64_t stop, \
                              int64_t psi_from, const int64_t *group, int64_t first_gram, int below) { \
     T *cp = psi_home, *cg = g_home; \
-    memcpy(cp, psi, 2 * len * sizeof(T)); \
-    memcpy(cg, g, 2 * len * sizeof(T)); \
     for (int64_t k = n_code - 1; k >= stop; --k) { \
         const int64_t *op = code + 3 * k; \
         const int keep_psi = k > psi_from;   /* psi before op k is still needed */ \
@@ -448,7 +543,8 @@ DEF_BACK_CHUNK(f64, double)
  * un-computing psi after the first gate whose Gram is asked for. */
 #define DEF_PROGRAM_GRAD(NAME, T, SUF) \
 void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *restrict g_in, int64_t chunks, \
-          int64_t nb, int64_t n_code, const int64_t *restrict code, const T *restrict shared, \
+          int64_t nb, int64_t n_total, const int64_t *restrict active, int64_t n_code, \
+          const int64_t *restrict code, const T *restrict shared, \
           const T *restrict batched, int64_t stride, int64_t shift, const int32_t *restrict inv, \
           const T *restrict inv_phases, const int64_t *restrict group, int64_t n_shared, double *restrict gram_shared, \
           int64_t n_own, double *restrict gram_own, int nthreads) { \
@@ -456,6 +552,9 @@ void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *res
     const int64_t first_gram = first_gram_op(code, n_code, gram_shared != NULL, gram_own != NULL); \
     const int64_t psi_from = psi_in ? -1 : first_gram; \
     const int64_t stop = (psi_in || g_in) ? 0 : first_gram; \
+    tiles_t tl; \
+    tiles_init(&tl, n_total, nb, active); \
+    const int runs = tl.n_seg > 1; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
     { \
         T *scratch = (T *)malloc(4 * 2 * len * sizeof(T)); \
@@ -463,14 +562,21 @@ void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *res
         double *acc = gram_shared ? (double *)calloc((size_t)(8 * n_shared + 1), sizeof(double)) : NULL; \
         _Pragma("omp for schedule(static)") \
         for (int64_t s = 0; s < chunks / per; ++s) \
-            for (int64_t c = s * per; c < (s + 1) * per; ++c) \
-                back_chunk_##SUF(psi + 2 * len * c, g + 2 * len * c, psi_in ? psi_in + 2 * len * c : own_psi, \
-                                 g_in ? g_in + 2 * len * c : own_g, scratch, scratch + 2 * len, len, n_code, \
-                                 code, shared, batched + s * stride, inv, inv_phases, acc, \
-                                 gram_own ? gram_own + s * 8 * n_own : NULL, stop, psi_from, group, first_gram, psi_in || g_in); \
+            for (int64_t c = s * per; c < (s + 1) * per; ++c) { \
+                const int64_t at = 2 * tile_offset(&tl, c); \
+                T *hp = psi_in && !runs ? psi_in + at : own_psi, *hg = g_in && !runs ? g_in + at : own_g; \
+                tile_load(hp, psi + at, &tl, 2 * sizeof(T)); \
+                tile_load(hg, g + at, &tl, 2 * sizeof(T)); \
+                back_chunk_##SUF(hp, hg, scratch, scratch + 2 * len, len, n_code, code, shared, \
+                                 batched + s * stride, inv, inv_phases, acc, gram_own ? gram_own + s * 8 * n_own : NULL, \
+                                 stop, psi_from, group, first_gram, psi_in || g_in); \
+                if (runs && psi_in) tile_store(psi_in + at, hp, &tl, 2 * sizeof(T)); \
+                if (runs && g_in) tile_store(g_in + at, hg, &tl, 2 * sizeof(T)); \
+            } \
         add_thread_grams(gram_shared, acc, n_shared); \
         free(scratch); \
     } \
+    free(tl.seg_off); \
 }
 DEF_PROGRAM_GRAD(tql_program_grad_c64, float, f32)
 DEF_PROGRAM_GRAD(tql_program_grad_c128, double, f64)
@@ -480,7 +586,8 @@ DEF_PROGRAM_GRAD(tql_program_grad_c128, double, f64)
  * psi at the group's end) U, from the checkpoint kept there: psi is never un-computed, only g.
  * group[k]: the first op of k's group (gates), save[k]: the checkpoint after op k (group ends). */
 #define DEF_PROGRAM_GRAD_CKPT(NAME, T, SUF) \
-void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int64_t n_code, \
+void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int64_t n_total, \
+          const int64_t *restrict active, int64_t n_code, \
           const int64_t *restrict code, const T *restrict shared, const T *restrict batched, int64_t stride, \
           int64_t shift, const int32_t *restrict inv, const T *restrict inv_phases, const T *restrict ckpt, \
           const int64_t *restrict save, \
@@ -489,6 +596,9 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
     const int64_t len = (int64_t)1 << nb, per = (int64_t)1 << shift; \
     const int64_t first_gram = first_gram_op(code, n_code, gram_shared != NULL, gram_own != NULL); \
     const int64_t stop = g_in ? 0 : first_gram; \
+    tiles_t tl; \
+    tiles_init(&tl, n_total, nb, active); \
+    const int runs = tl.n_seg > 1; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
     { \
         T *scratch = (T *)malloc(2 * 2 * len * sizeof(T)); \
@@ -496,10 +606,11 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
         _Pragma("omp for schedule(static)") \
         for (int64_t s = 0; s < chunks / per; ++s) \
             for (int64_t c = s * per; c < (s + 1) * per; ++c) { \
-                T *home = g_in ? g_in + 2 * len * c : scratch + 2 * len, *cg = home, *spare = scratch; \
+                const int64_t at = 2 * tile_offset(&tl, c); \
+                T *home = g_in && !runs ? g_in + at : scratch + 2 * len, *cg = home, *spare = scratch; \
                 const T *own = batched + s * stride; \
                 double *acc_own = gram_own ? gram_own + s * 8 * n_own : NULL; \
-                memcpy(cg, g + 2 * len * c, 2 * len * sizeof(T)); \
+                tile_load(cg, g + at, &tl, 2 * sizeof(T)); \
                 for (int64_t k = n_code - 1; k >= stop; --k) { \
                     const int64_t *op = code + 3 * k; \
                     if (op[0] == 1) { \
@@ -520,11 +631,13 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
                     } \
                     k = group[k]; \
                 } \
-                if (g_in && cg != home) memcpy(home, cg, 2 * len * sizeof(T)); \
+                if (g_in && runs) tile_store(g_in + at, cg, &tl, 2 * sizeof(T)); \
+                else if (g_in && cg != home) memcpy(home, cg, 2 * len * sizeof(T)); \
             } \
         add_thread_grams(gram_shared, acc, n_shared); \
         free(scratch); \
     } \
+    free(tl.seg_off); \
 }
 DEF_PROGRAM_GRAD_CKPT(tql_program_grad_ckpt_c64, float, f32)
 DEF_PROGRAM_GRAD_CKPT(tql_program_grad_ckpt_c128, double, f64)

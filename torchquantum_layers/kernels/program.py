@@ -49,6 +49,9 @@ class Program:
     perms: torch.Tensor
     inverse: torch.Tensor
     phases: torch.Tensor = None       # complex128; see phase_tables
+    # the ascending physical index bits of the state the program acts on (None: all of them);
+    # each value of the other bits is a tile of its own, gathered into cache (program.c)
+    active: torch.Tensor = None
     # backprop's checkpoints: consecutive gates on distinct bits form a group (they commute);
     # group[k] is the first op of k's group, save[k] the checkpoint after op k at a group's end
     group: torch.Tensor = None
@@ -86,11 +89,12 @@ class Program:
         self.worth_checkpoints = count > 0 and n_gates >= MIN_GATES_PER_CHECKPOINT * count
 
     @classmethod
-    def build(cls, n, entries):
+    def build(cls, n, entries, active=None):
         """``entries``: ("gate", wire, per_sample), ("diag", (wire0, wire1), per_sample), ("cgate",
         (controls..., target), per_sample) or ("perm", index tensor over the 2^n basis[, phases or
         None]), in order; the shared and the per-sample slots are each numbered in order of
-        appearance, 2 x 2 slots first."""
+        appearance, 2 x 2 slots first. Wires and tables are the program's own (n of them); a tiled
+        program maps them to the state's ascending physical bits ``active``."""
         code, tables, phases = [], [], []
         # diagonal and controlled slots are numbered after the 2 x 2 ones of their kind (shared /
         # per sample), in order of appearance
@@ -120,7 +124,8 @@ class Program:
         idx = torch.cat(tables) if tables else torch.zeros(1, dtype=torch.int64)
         inverse = torch.cat([torch.argsort(t) for t in tables]) if tables else idx
         return cls(n, extra_count[0], extra_count[1], torch.tensor(code, dtype=torch.int64).reshape(-1, 3),
-                   idx.to(torch.int32), inverse.to(torch.int32), torch.cat(phases) if phases else None)
+                   idx.to(torch.int32), inverse.to(torch.int32), torch.cat(phases) if phases else None,
+                   None if active is None else torch.as_tensor(active, dtype=torch.int64))
 
     def phase_tables(self, dtype):
         """(forward, inverse) phase tables in ``dtype`` (None without phases): the inverse of
@@ -138,29 +143,58 @@ class Program:
         return self._phase_cache[dtype]
 
 
-def usable(n: int, dtype: torch.dtype, device) -> bool:
-    """Whether programs run here: a CPU state of a native dtype whose rows fit in cache."""
-    return (torch.device(device).type == "cpu" and dtype in native._NATIVE_DTYPES
-            and dtype.itemsize * 2 ** n <= MAX_ROW_BYTES and native.library() is not None)
+def usable(dtype: torch.dtype, device) -> bool:
+    """Whether programs run here: a CPU state of a native dtype, with the native library."""
+    return torch.device(device).type == "cpu" and dtype in native._NATIVE_DTYPES and native.library() is not None
+
+
+def local_bits(dtype: torch.dtype) -> int:
+    """The most index bits one program acts on: its chunks (rows or tiles) fit in cache."""
+    return (MAX_ROW_BYTES // dtype.itemsize).bit_length() - 1
+
+
+def _spread(values, bits):
+    """Each value's bits i moved to positions bits[i]."""
+    out = torch.zeros_like(values)
+    for i, bit in enumerate(bits):
+        out |= ((values >> i) & 1) << bit
+    return out
+
+
+def _wire(program, bit, n_total):
+    """The state's wire of the program's local bit."""
+    return n_total - 1 - (bit if program.active is None else int(program.active[bit]))
 
 
 def replay(state, shared, batched, program: Program) -> torch.Tensor:
     """The program by torch kernels (differentiable to any order)."""
-    n = program.bits
+    n, N = program.bits, state.shape[1]
+    n_total = N.bit_length() - 1
+    if program.active is not None:
+        bits = program.active.tolist()
+        j = torch.arange(N)
+        local = sum(((j >> bit) & 1) << i for i, bit in enumerate(bits))     # each index's tile-local one
+        rest = j & ~sum(1 << bit for bit in bits)
     for kind, a, b in program.code.tolist():
         if kind == 1:
-            state = state[:, program.perms[a:a + 2 ** n].long()]
-            if b >= 0:
-                state = state * program.phases[b:b + 2 ** n].to(state.dtype)
+            t = program.perms[a:a + 2 ** n].long()
+            d = None if b < 0 else program.phases[b:b + 2 ** n].to(state.dtype)
+            if program.active is not None:      # the local table on every tile
+                t = rest | _spread(t, bits)[local]
+                d = None if d is None else d[local]
+            state = state[:, t]
+            if d is not None:
+                state = state * d
         else:
             m = shared[b] if kind in (0, 3, 5) else batched[:, b]
             if kind in (3, 4):
-                state = apply_diagonal_unchecked(state, m.reshape(*m.shape[:-2], 4), (n - 1 - (a >> 8), n - 1 - (a & 255)), n)
+                wires = (_wire(program, a >> 8, n_total), _wire(program, a & 255, n_total))
+                state = apply_diagonal_unchecked(state, m.reshape(*m.shape[:-2], 4), wires, n_total)
             elif kind in (5, 6):
-                controls = tuple(n - 1 - bit for bit in range(n) if (a >> 8) >> bit & 1)
-                state = apply_controlled_unchecked(state, m, controls, (n - 1 - (a & 255),), n)
+                controls = tuple(_wire(program, bit, n_total) for bit in range(n) if (a >> 8) >> bit & 1)
+                state = apply_controlled_unchecked(state, m, controls, (_wire(program, a & 255, n_total),), n_total)
             else:
-                state = apply_matrix_unchecked(state, m, (n - 1 - a,), n)
+                state = apply_matrix_unchecked(state, m, (_wire(program, a, n_total),), n_total)
     return state
 
 
@@ -185,7 +219,7 @@ class _Run(torch.autograd.Function):
             ckpt = torch.empty(program.n_checkpoints, rows, state.shape[1], dtype=state.dtype)
         out = native.run_program(state, shared.detach(), None if batched is None else batched.detach(),
                                  program.code, program.perms, program.bits, ckpt, program.save,
-                                 program.phase_tables(state.dtype)[0])
+                                 program.phase_tables(state.dtype)[0], program.active)
         ctx.program, ctx.checkpoints = program, ckpt
         ctx.save_for_backward(state, out, shared, batched)
         return out
@@ -207,11 +241,12 @@ class _Run(torch.autograd.Function):
             g_in, g_shared, g_batched = native.program_grad_checkpointed(
                 grad, *mats, p.code, p.inverse, p.bits, ctx.checkpoints, p.save, p.group,
                 want_input_grad=needs[0], want_shared=needs[1], want_batched=needs[2],
-                inverse_phases=p.phase_tables(grad.dtype)[1])
+                inverse_phases=p.phase_tables(grad.dtype)[1], active=p.active)
         else:
             _, g_in, g_shared, g_batched = native.program_grad(
                 out, grad, *mats, p.code, p.inverse, p.bits, p.group, want_state=False, want_input_grad=needs[0],
-                want_shared=needs[1], want_batched=needs[2], inverse_phases=p.phase_tables(grad.dtype)[1])
+                want_shared=needs[1], want_batched=needs[2], inverse_phases=p.phase_tables(grad.dtype)[1],
+                active=p.active)
         if needs[0] and state.shape[0] != g_in.shape[0]:
             g_in = g_in.sum(0, keepdim=True)          # one row read by every sample
         return g_in, g_shared if needs[1] else None, g_batched if needs[2] else None, None
@@ -227,7 +262,7 @@ def run(state: torch.Tensor, shared: torch.Tensor, batched, program: Program) ->
         out = _Run.apply(state, shared, batched, program)
     else:
         out = native.run_program(state, shared, batched, program.code, program.perms, program.bits,
-                                 phases=program.phase_tables(state.dtype)[0])
+                                 phases=program.phase_tables(state.dtype)[0], active=program.active)
     return out.expand(rows, -1) if out.shape[0] < rows else out
 
 
@@ -240,4 +275,4 @@ def sweep_back(psi, lam, shared, batched, program: Program, want_states=True):
                                program.bits, program.group, want_state=want_states, want_input_grad=want_states,
                                want_shared=shared.requires_grad,
                                want_batched=batched is not None and batched.requires_grad,
-                               inverse_phases=program.phase_tables(psi.dtype)[1])
+                               inverse_phases=program.phase_tables(psi.dtype)[1], active=program.active)

@@ -272,6 +272,51 @@ def test_wide_registers_run_as_passes_of_tiled_programs(monkeypatch):
                 assert position[id(op)] < position[id(later)]
 
 
+def _apply_on_wires(state, u, wires, n):
+    """u (2^k x 2^k) on ``wires`` of (B, 2^n) states, by a tensor contraction (no 2^n matrix)."""
+    B, k = state.shape[0], len(wires)
+    t = np.moveaxis(state.reshape(B, *([2] * n)), [1 + w for w in wires], list(range(1, k + 1)))
+    t = np.tensordot(u.reshape([2] * (2 * k)), t, axes=(list(range(k, 2 * k)), list(range(1, k + 1))))
+    t = np.moveaxis(t, list(range(k)) + [k], list(range(1, k + 1)) + [0])     # back to (B, wires..., rest...)
+    return np.moveaxis(t, list(range(1, k + 1)), [1 + w for w in wires]).reshape(B, -1)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=["c64", "c128"])
+def test_a_register_of_several_tiles_and_megabytes_matches_a_contraction_oracle(dtype):
+    """17 qubits: passes of tiled programs whose outputs (4 MiB and more) are written with
+    streaming stores; the output and the input state's gradient U† c against tensor contractions."""
+    n, B = 17, 4 if dtype == torch.complex64 else 2
+    rng = np.random.default_rng(17)
+    c = tql.Circuit(n, dtype=dtype)
+    plan_ops = []
+    for w in range(n):
+        t0, t1 = rng.uniform(0, 2 * np.pi, 2)
+        c.ry(w, float(t0))
+        c.rz(w, float(t1))
+        plan_ops += [(oracle.ry(t0), (w,)), (oracle.rz(t1), (w,))]
+    for w in range(n):
+        c.cnot(w, (w + 1) % n)
+        plan_ops.append((oracle.gate_matrix("CNOT"), (w, (w + 1) % n)))
+    t = float(rng.uniform(0, 2 * np.pi))
+    c.cry(3, 15, t)
+    plan_ops.append((oracle.gate_matrix("CRY", t), (3, 15)))
+    plan = build_plan(c, layout=True, zero_start=False, local_programs=True)
+    assert sum(s.kind == "program" for s in plan.steps) > 1
+    psi = oracle.random_state(n, rng, batch=B)
+    cvec = oracle.random_state(n, rng, batch=B)
+    psi_t = torch.as_tensor(psi, dtype=dtype).requires_grad_()
+    out = c(state=psi_t)
+    (torch.as_tensor(cvec, dtype=dtype).conj() * out).real.sum().backward()
+    want, back = psi, cvec
+    for u, wires in plan_ops:
+        want = _apply_on_wires(want, u, wires, n)
+    for u, wires in reversed(plan_ops):
+        back = _apply_on_wires(back, u.conj().T, wires, n)
+    tol = 1e-4 if dtype == torch.complex64 else 1e-10
+    np.testing.assert_allclose(_np(out), want, atol=tol)
+    np.testing.assert_allclose(_np(psi_t.grad), back, atol=tol)
+
+
 def test_replay_is_the_same_program(dtype, atol):
     _, program, shared, batched, psi = _random_case(5, 2, 4, 13, dtype)
     np.testing.assert_allclose(_np(P.replay(psi, shared, batched, program)),

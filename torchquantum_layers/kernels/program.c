@@ -416,6 +416,23 @@ static int64_t tile_offset(const tiles_t *tl, int64_t c) {
     return (c / tl->n_tiles) * tl->row_len + tl->tile_base[c % tl->n_tiles];
 }
 
+/* States of at least this many bytes are written with streaming stores: a write-allocating
+ * store would first read every output line it misses (one more pass over memory). */
+#define STREAM_BYTES ((int64_t)4 << 20)
+
+/* dst <- src (bytes), bypassing the cache when stream and dst is 32-byte aligned */
+static void copy_out(void *dst, const void *src, size_t bytes, int stream) {
+    (void)stream;
+#ifdef __AVX2__
+    if (stream && !((uintptr_t)dst & 31) && !(bytes & 31)) {
+        for (size_t i = 0; i < bytes; i += 32)
+            _mm256_stream_ps((float *)((char *)dst + i), _mm256_loadu_ps((const float *)((const char *)src + i)));
+        return;
+    }
+#endif
+    memcpy(dst, src, bytes);
+}
+
 /* row <- the tile at src (load), or the tile at dst <- row (store); elem: bytes per amplitude */
 static void tile_load(void *row, const void *src, const tiles_t *tl, size_t elem) {
     const size_t run = elem * (size_t)tl->seg_len;
@@ -423,10 +440,15 @@ static void tile_load(void *row, const void *src, const tiles_t *tl, size_t elem
         memcpy((char *)row + run * (size_t)g, (const char *)src + elem * (size_t)tl->seg_off[g], run);
 }
 
-static void tile_store(void *dst, const void *row, const tiles_t *tl, size_t elem) {
+static void tile_store(void *dst, const void *row, const tiles_t *tl, size_t elem, int stream) {
     const size_t run = elem * (size_t)tl->seg_len;
     for (int64_t g = 0; g < tl->n_seg; ++g)
-        memcpy((char *)dst + elem * (size_t)tl->seg_off[g], (const char *)row + run * (size_t)g, run);
+        copy_out((char *)dst + elem * (size_t)tl->seg_off[g], (const char *)row + run * (size_t)g, run, stream);
+}
+
+/* the streaming stores of this thread are done before the caller reads the output */
+static void end_streams(void) {
+    VECTOR_CODE(_mm_sfence();)
 }
 
 /* one thread's shared-slot sums into the total, and its buffer freed */
@@ -450,7 +472,8 @@ void NAME(const T *restrict in, int64_t in_rows, T *restrict out, int64_t chunks
     const int64_t len = (int64_t)1 << nb; \
     tiles_t tl; \
     tiles_init(&tl, n_total, nb, active); \
-    const int runs = tl.n_seg > 1;   /* a tile of several runs is gathered into a row and back */ \
+    /* a tile of several runs is gathered into a row and back; a large output is streamed out */ \
+    const int stream = chunks * len * (int64_t)sizeof(T) * 2 >= STREAM_BYTES, runs = tl.n_seg > 1 || stream; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
     { \
         T *scratch = (T *)malloc(4 * len * sizeof(T)); \
@@ -471,9 +494,10 @@ void NAME(const T *restrict in, int64_t in_rows, T *restrict out, int64_t chunks
                 } \
                 if (ckpt && save[k] >= 0) memcpy(ckpt + 2 * len * (save[k] * chunks + c), cur, 2 * len * sizeof(T)); \
             } \
-            if (runs) tile_store(out + 2 * at, cur, &tl, 2 * sizeof(T)); \
+            if (runs) tile_store(out + 2 * at, cur, &tl, 2 * sizeof(T), stream); \
             else if (cur != home) memcpy(home, cur, 2 * len * sizeof(T)); \
         } \
+        end_streams(); \
         free(scratch); \
     } \
     free(tl.seg_off); \
@@ -554,7 +578,7 @@ void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *res
     const int64_t stop = (psi_in || g_in) ? 0 : first_gram; \
     tiles_t tl; \
     tiles_init(&tl, n_total, nb, active); \
-    const int runs = tl.n_seg > 1; \
+    const int stream = chunks * len * (int64_t)sizeof(T) * 2 >= STREAM_BYTES, runs = tl.n_seg > 1 || stream; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
     { \
         T *scratch = (T *)malloc(4 * 2 * len * sizeof(T)); \
@@ -570,9 +594,10 @@ void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *res
                 back_chunk_##SUF(hp, hg, scratch, scratch + 2 * len, len, n_code, code, shared, \
                                  batched + s * stride, inv, inv_phases, acc, gram_own ? gram_own + s * 8 * n_own : NULL, \
                                  stop, psi_from, group, first_gram, psi_in || g_in); \
-                if (runs && psi_in) tile_store(psi_in + at, hp, &tl, 2 * sizeof(T)); \
-                if (runs && g_in) tile_store(g_in + at, hg, &tl, 2 * sizeof(T)); \
+                if (runs && psi_in) tile_store(psi_in + at, hp, &tl, 2 * sizeof(T), stream); \
+                if (runs && g_in) tile_store(g_in + at, hg, &tl, 2 * sizeof(T), stream); \
             } \
+        end_streams(); \
         add_thread_grams(gram_shared, acc, n_shared); \
         free(scratch); \
     } \
@@ -598,7 +623,7 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
     const int64_t stop = g_in ? 0 : first_gram; \
     tiles_t tl; \
     tiles_init(&tl, n_total, nb, active); \
-    const int runs = tl.n_seg > 1; \
+    const int stream = chunks * len * (int64_t)sizeof(T) * 2 >= STREAM_BYTES, runs = tl.n_seg > 1 || stream; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
     { \
         T *scratch = (T *)malloc(2 * 2 * len * sizeof(T)); \
@@ -631,9 +656,10 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
                     } \
                     k = group[k]; \
                 } \
-                if (g_in && runs) tile_store(g_in + at, cg, &tl, 2 * sizeof(T)); \
+                if (g_in && runs) tile_store(g_in + at, cg, &tl, 2 * sizeof(T), stream); \
                 else if (g_in && cg != home) memcpy(home, cg, 2 * len * sizeof(T)); \
             } \
+        end_streams(); \
         add_thread_grams(gram_shared, acc, n_shared); \
         free(scratch); \
     } \

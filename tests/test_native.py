@@ -40,13 +40,16 @@ needs_native = pytest.mark.skipif(not HAS_CC, reason="no C compiler: the torch k
 
 
 @needs_native
-@pytest.mark.parametrize("wire", [0, 5, 11])
-@pytest.mark.parametrize("per_sample", [False, True])
+@pytest.mark.parametrize("wire", [0, 5, 9, 10, 11])      # the last two: bits inside a register
+@pytest.mark.parametrize("per_sample", [False, True, "real"])
 def test_apply_2x2_matches_oracle(wire, per_sample, dtype, atol):
     n, B = 12, 2
     rng = np.random.default_rng(wire)
     psi = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
-    u = oracle.random_unitaries(B, 2, rng) if per_sample else oracle.random_unitary(2, rng)
+    if per_sample == "real":        # RY-like: the kernels' real path
+        u = oracle.ry(rng.uniform(0, 2 * np.pi)).astype(complex)
+    else:
+        u = oracle.random_unitaries(B, 2, rng) if per_sample else oracle.random_unitary(2, rng)
     out = native.apply_2x2(psi, torch.as_tensor(u, dtype=dtype), wire, n)
     assert out is not None
     np.testing.assert_allclose(_np(out), oracle.apply_dense(_np(psi), u, [wire], n), atol=atol)

@@ -188,9 +188,9 @@ def _program_fuse(ops, k, n, max_bits):
 
 
 def _tile_run_wires(n, max_bits):
-    """How many of the last wires every tile holds (0 for a program on whole rows): their runs of
-    contiguous amplitudes (8 of complex64 for each of at most half the tile's bits, up to 128) keep
-    the tiles' gathers streaming."""
+    """How many of the last wires every tile holds (none for programs on whole rows): a tile is
+    then runs of 2^low contiguous amplitudes (1 KiB of complex64 at low = 7), long enough for its
+    gather to stream; at most half the tile's bits, so the others can take the remaining wires."""
     return 0 if n <= max_bits else min(7, max_bits // 2)
 
 

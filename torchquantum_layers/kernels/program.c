@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include "simd.h"
 
+/* States of at least this many bytes are written with streaming stores: a write-allocating
+ * store would first read every output line it misses (one more pass over memory). */
+#define STREAM_BYTES ((int64_t)4 << 20)
+
 /* acc (G00, G01, G10, G11 as re, im) += g[a] conj(p[b]) for one pair (a, b in {0, 1}) */
 #define GRAM_PAIR(acc, ga, gb, pa, pb) { \
     (acc)[0] += (ga)[0] * (pa)[0] + (ga)[1] * (pa)[1]; (acc)[1] += (ga)[1] * (pa)[0] - (ga)[0] * (pa)[1]; \
@@ -369,6 +373,53 @@ DEF_PROGRAM_KERNELS(f64, double)
 DEF_DIAG_KERNELS(f64, double)
 #undef T
 
+/* One shared 2 x 2 gate on index bit `bit` of len amplitudes, out of place, with the programs'
+ * vector bodies: pairs of whole registers for bits above the register, lane permutations inside
+ * it; threads split the pairs. (Streaming stores made it 5 x slower for high bits at 2^20
+ * amplitudes: the two half-line write streams.) Returns 0 (nothing done) without AVX2, where the
+ * caller's portable kernel runs. */
+#define DEF_GATE(NAME, T, SUF) \
+int NAME(const T *restrict in, T *restrict out, int64_t len, int64_t bit, const T *restrict m, int nthreads) { \
+    VECTOR_CODE( \
+    const int real = REAL_M(m); \
+    if (bit >= LOG_LANES_##SUF) { \
+        const VEC_##SUF ar = SET1_##SUF(m[0]), ai = SET1_##SUF(m[1]), br = SET1_##SUF(m[2]), bi = SET1_##SUF(m[3]); \
+        const VEC_##SUF cr = SET1_##SUF(m[4]), ci = SET1_##SUF(m[5]), dr = SET1_##SUF(m[6]), di = SET1_##SUF(m[7]); \
+        const int64_t s = (int64_t)1 << bit; \
+        _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(len >= 32768)") \
+        for (int64_t p = 0; p < len / 2; p += LANES_##SUF) { \
+            const int64_t r = ((p >> bit) << (bit + 1)) | (p & (s - 1)); \
+            const VEC_##SUF P = LOAD_##SUF(in + 2 * r), Q = LOAD_##SUF(in + 2 * (r + s)); \
+            VEC_##SUF y0, y1; \
+            if (real) { \
+                y0 = FMA_##SUF(ar, P, MUL_##SUF(br, Q)); y1 = FMA_##SUF(cr, P, MUL_##SUF(dr, Q)); \
+            } else { \
+                const VEC_##SUF Ps = SWAP_##SUF(P), Qs = SWAP_##SUF(Q); \
+                y0 = VMAT(SUF, ar, ai, br, bi, P, Ps, Q, Qs); y1 = VMAT(SUF, cr, ci, dr, di, P, Ps, Q, Qs); \
+            } \
+            STORE_##SUF(out + 2 * r, y0); \
+            STORE_##SUF(out + 2 * (r + s), y1); \
+        } \
+    } else { \
+        T coefs[4][2 * LANES_##SUF]; \
+        lane_coefs_##SUF(m, (int)bit, coefs); \
+        const VEC_##SUF sr = LOAD_##SUF(coefs[0]), si = LOAD_##SUF(coefs[1]); \
+        const VEC_##SUF pr = LOAD_##SUF(coefs[2]), pi = LOAD_##SUF(coefs[3]); \
+        _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(len >= 32768)") \
+        for (int64_t i = 0; i < len; i += LANES_##SUF) { \
+            const VEC_##SUF X = LOAD_##SUF(in + 2 * i), P = NEAR_##SUF(X, bit); \
+            const VEC_##SUF y = real ? FMA_##SUF(sr, X, MUL_##SUF(pr, P)) \
+                                     : VMAT(SUF, sr, si, pr, pi, X, SWAP_##SUF(X), P, SWAP_##SUF(P)); \
+            STORE_##SUF(out + 2 * i, y); \
+        } \
+    } \
+    return 1; ) \
+    (void)in; (void)out; (void)len; (void)bit; (void)m; (void)nthreads; \
+    return 0; \
+}
+DEF_GATE(tql_gate_2x2_c64, float, f32)
+DEF_GATE(tql_gate_2x2_c128, double, f64)
+
 /* the first op whose slot gradient is asked for (n_code when none): the sweeps stop there */
 static int64_t first_gram_op(const int64_t *code, int64_t n_code, int shared, int own) {
     for (int64_t k = 0; k < n_code; ++k)
@@ -415,10 +466,6 @@ static void tiles_init(tiles_t *tl, int64_t n_total, int64_t nb, const int64_t *
 static int64_t tile_offset(const tiles_t *tl, int64_t c) {
     return (c / tl->n_tiles) * tl->row_len + tl->tile_base[c % tl->n_tiles];
 }
-
-/* States of at least this many bytes are written with streaming stores: a write-allocating
- * store would first read every output line it misses (one more pass over memory). */
-#define STREAM_BYTES ((int64_t)4 << 20)
 
 /* dst <- src (bytes), bypassing the cache when stream and dst is 32-byte aligned */
 static void copy_out(void *dst, const void *src, size_t bytes, int stream) {

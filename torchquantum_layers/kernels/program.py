@@ -11,6 +11,10 @@ adjoint method's λ/ψ sweep is the same call. Under backprop, where the states 
 groups of commuting gates fit in CHECKPOINT_BYTES, the forward pass keeps them and the backward
 pass reads ψ there instead of un-computing it.
 
+A register whose rows exceed MAX_ROW_BYTES runs as *tiled* programs (``Program.active``): each
+acts on at most local_bits index bits, and every value of the others is a tile gathered into
+cache, run and scattered back (the engine cuts a circuit into such passes).
+
 Programs run on CPU states of complex64/complex128 through the native library; the kernel sees
 only (matrix, bit) pairs and index tables. :func:`replay` runs the same program with torch
 kernels: it is what double backward differentiates, and a reference for the tests.
@@ -24,8 +28,8 @@ import torch
 from . import native
 from .apply import apply_controlled_unchecked, apply_diagonal_unchecked, apply_matrix_unchecked
 
-# A row lives in cache while its program runs: the backward sweep holds four rows (ψ, g and a
-# spare of each for permutations), which must fit the 1 MiB L2 of the machines measured.
+# A row (or tile) lives in cache while its program runs: the backward sweep holds four (ψ, g and
+# a spare of each for permutations), which must fit the 1 MiB L2 of the machines measured.
 MAX_ROW_BYTES = 2 ** 17
 # Backprop keeps the state at each group end (a layer of rotations) when all of them take at
 # most this much: its backward then reads ψ instead of un-computing it (two thirds of the

@@ -586,7 +586,7 @@ def run_circuit(circuit, state, x=None, weights=None, fuse=None, tables=None, pr
             state = relayout(state, step.order, step.target)
         elif step.kind == "program":
             mats = prepared[id(step)] if prepared else program_matrices(circuit, step, tables, extras)
-            state = programs.run(state, *mats, step.program)
+            state = programs.run(state, *mats, step.program, unitary=True)      # gates' matrices
         else:
             m, wires = oriented_matrix(step, step_matrix(circuit, step, x, weights, tables, built))
             state = apply_dense_step(step, state, m, wires, n)

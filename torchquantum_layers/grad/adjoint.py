@@ -239,7 +239,7 @@ class AdjointExpval(torch.autograd.Function):
                 # ψ and λ before the program: for earlier steps, or for the input state's gradient
                 earlier = need_state or any(st.kind != "prefix" or st.ops for st in plan.steps[:index])
                 psi, lam, gram, gram_batched = programs.sweep_back(psi, lam, shared, batched, step.program,
-                                                                   want_states=earlier)
+                                                                   want_states=earlier, unitary=True)
                 for m, gram in ((shared, gram), (batched, gram_batched)):
                     if gram is not None:
                         mats.append(m)

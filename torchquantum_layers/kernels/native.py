@@ -117,11 +117,11 @@ def _load():
         getattr(lib, name).restype = None
     for name in ("tql_program_grad_c64", "tql_program_grad_c128"):
         getattr(lib, name).argtypes = [vp, vp, vp, vp, i64, i64, i64, vp, i64, vp, vp, vp, i64, i64, vp, vp, vp,
-                                       i64, vp, i64, vp, cint]
+                                       i64, vp, i64, vp, cint, cint]
         getattr(lib, name).restype = None
     for name in ("tql_program_grad_ckpt_c64", "tql_program_grad_ckpt_c128"):
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp, vp,
-                                       i64, vp, i64, vp, cint]
+                                       i64, vp, i64, vp, cint, cint]
         getattr(lib, name).restype = None
     return lib, f"in use ({path})"
 
@@ -387,10 +387,11 @@ def _grams(rows, shared, batched, want_shared, want_batched):
 
 def program_grad_checkpointed(grad: torch.Tensor, shared, batched, code, inverse_perms, bits: int, checkpoints,
                               save, group, want_input_grad=True, want_shared=True, want_batched=True,
-                              inverse_phases=None, active=None):
+                              inverse_phases=None, active=None, unitary=False):
     """:func:`program_grad` for backprop from the states :func:`run_program` kept in
     ``checkpoints`` (see program.c): ψ is read there, never un-computed. Returns (grad before the
-    program, shared slots' gradient, per-sample slots' gradient), each None where not asked."""
+    program, shared slots' gradient, per-sample slots' gradient), each None where not asked.
+    ``unitary``: see :func:`program_grad`."""
     g = grad.resolve_conj().contiguous()
     chunks, sh, ba, stride, shift = _program_operands(g, shared, batched, bits)
     n_shared, gram_shared, n_own, gram_own = _grams(g.shape[0], shared, batched, want_shared, want_batched)
@@ -399,19 +400,24 @@ def program_grad_checkpointed(grad: torch.Tensor, shared, batched, code, inverse
     fn = _kernel("tql_program_grad_ckpt", g.dtype)
     fn(g.data_ptr(), _ptr(g_in), chunks, bits, n_total, active.data_ptr(), code.shape[0], code.data_ptr(),
        sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(), _ptr(inverse_phases),
-       checkpoints.data_ptr(), save.data_ptr(), group.data_ptr(), n_shared, _ptr(gram_shared), n_own, _ptr(gram_own), torch.get_num_threads())
+       checkpoints.data_ptr(), save.data_ptr(), group.data_ptr(), n_shared, _ptr(gram_shared), n_own,
+       _ptr(gram_own), int(unitary), torch.get_num_threads())
     return (g_in, *_gram_results(gram_shared, gram_own, g.dtype))
 
 
 def program_grad(psi: torch.Tensor, grad: torch.Tensor, shared, batched, code: torch.Tensor,
                  inverse_perms: torch.Tensor, bits: int, group: torch.Tensor, want_state: bool,
                  want_input_grad: bool = True,
-                 want_shared: bool = True, want_batched: bool = True, inverse_phases=None, active=None):
+                 want_shared: bool = True, want_batched: bool = True, inverse_phases=None, active=None,
+                 unitary: bool = False):
     """The reverse sweep of :func:`run_program` from its output ``psi`` and the gradient ``grad``
     there: (psi before the program, grad before it, Σ grad_after · psi_before† per shared slot
     (G, 2, 2), the same per sample for the batched slots (B, Gb, 2, 2)); each None where not
     asked for (or absent), and the sweep does only what the asked ones need. ``group``: the first
-    op of each op's group of commuting gates (``Program.group``)."""
+    op of each op's group of commuting gates (``Program.group``). ``unitary``: the slot matrices
+    are unitary functions of real angles, so only the anti-Hermitian part of each 2 x 2 slot's
+    Σ grad_after ψ_after† reaches the angles; the kernels then return the gradient of that part
+    (cheaper; exact for the angles, not for arbitrary matrices)."""
     chunks, sh, ba, stride, shift = _program_operands(psi, shared, batched, bits)
     g = grad.resolve_conj().contiguous()
     n_shared, gram_shared, n_own, gram_own = _grams(psi.shape[0], shared, batched, want_shared, want_batched)
@@ -421,5 +427,6 @@ def program_grad(psi: torch.Tensor, grad: torch.Tensor, shared, batched, code: t
     fn = _kernel("tql_program_grad", psi.dtype)
     fn(psi.data_ptr(), g.data_ptr(), _ptr(psi_in), _ptr(g_in), chunks, bits, n_total, active.data_ptr(),
        code.shape[0], code.data_ptr(), sh.data_ptr(), ba.data_ptr(), stride, shift, inverse_perms.data_ptr(),
-       _ptr(inverse_phases), group.data_ptr(), n_shared, _ptr(gram_shared), n_own, _ptr(gram_own), torch.get_num_threads())
+       _ptr(inverse_phases), group.data_ptr(), n_shared, _ptr(gram_shared), n_own, _ptr(gram_own), int(unitary),
+       torch.get_num_threads())
     return (psi_in, g_in, *_gram_results(gram_shared, gram_own, psi.dtype))

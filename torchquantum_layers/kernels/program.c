@@ -51,15 +51,28 @@
     VEC_##SUF s00 = ZERO_##SUF(), x00 = ZERO_##SUF(), s01 = ZERO_##SUF(), x01 = ZERO_##SUF(); \
     VEC_##SUF s10 = ZERO_##SUF(), x10 = ZERO_##SUF(), s11 = ZERO_##SUF(), x11 = ZERO_##SUF();
 #define GRAM_ACCUMULATE(SUF, U, V, P, Ps, Q, Qs) \
-    s00 = FMA_##SUF(U, P, s00); x00 = FMA_##SUF(U, Ps, x00); \
+    if (!ah) { s00 = FMA_##SUF(U, P, s00); s11 = FMA_##SUF(V, Q, s11); } \
+    x00 = FMA_##SUF(U, Ps, x00); \
     s01 = FMA_##SUF(U, Q, s01); x01 = FMA_##SUF(U, Qs, x01); \
     s10 = FMA_##SUF(V, P, s10); x10 = FMA_##SUF(V, Ps, x10); \
-    s11 = FMA_##SUF(V, Q, s11); x11 = FMA_##SUF(V, Qs, x11);
+    x11 = FMA_##SUF(V, Qs, x11);
 #define GRAM_TOTALS(SUF, M) \
     const VEC_##SUF sign = SIGNS_##SUF(); \
-    const double M[8] = {HSUM_##SUF(s00), HSUM_##SUF(MUL_##SUF(x00, sign)), HSUM_##SUF(s01), \
+    double M[8] = {HSUM_##SUF(s00), HSUM_##SUF(MUL_##SUF(x00, sign)), HSUM_##SUF(s01), \
                          HSUM_##SUF(MUL_##SUF(x01, sign)), HSUM_##SUF(s10), HSUM_##SUF(MUL_##SUF(x10, sign)), \
                          HSUM_##SUF(s11), HSUM_##SUF(MUL_##SUF(x11, sign))};
+#endif
+
+/* ah ("anti-Hermitian"): the slot matrices are unitary functions of real angles, U(t), so
+ * dL/dt = 2 Re tr(M^dagger dU U^dagger) sees only the anti-Hermitian part of the Gram M (dU U^dagger
+ * is anti-Hermitian): (M - M^dagger) / 2 needs neither Re M00 nor Re M11, 6 multiply-adds a pair
+ * instead of 8. The sums without them are turned into that part here. */
+#ifdef __AVX2__
+static void anti_hermitian(double *M) {
+    const double re = (M[2] - M[4]) / 2, im = (M[3] + M[5]) / 2;
+    M[0] = 0; M[6] = 0;
+    M[2] = re; M[3] = im; M[4] = -re; M[5] = im;
+}
 #endif
 
 #define DEF_PROGRAM_KERNELS(SUF, T) \
@@ -108,7 +121,8 @@ static void gram_scalar_##SUF(const T *x, const T *g, int64_t len, int bit, cons
     add_product_##SUF(acc, M, u); \
 } \
 VECTOR_CODE( \
-static void gram_wide_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc, int64_t cmask) { \
+static void gram_wide_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc, int64_t cmask, \
+                            int ah) { \
     GRAM_REGS(SUF) \
     const int64_t s = (int64_t)1 << bit; \
     for (int64_t base = 0; base < len; base += 2 * s) \
@@ -120,6 +134,7 @@ static void gram_wide_##SUF(const T *x, const T *g, int64_t len, int bit, const 
             GRAM_ACCUMULATE(SUF, U, V, P, Ps, Q, Qs) \
         } \
     GRAM_TOTALS(SUF, M) \
+    if (ah) anti_hermitian(M); \
     add_product_##SUF(acc, M, u); \
 } \
 /* stride >= LANES: the pair members fill whole registers */ \
@@ -147,7 +162,8 @@ static void gate_wide_##SUF(T *x, int64_t len, int bit, const T *m, int64_t cmas
             STORE_##SUF(q, VMAT(SUF, cr, ci, dr, di, P, Ps, Q, Qs)); \
         } \
 } \
-static void back_wide_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc, int64_t cmask) { \
+static void back_wide_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc, int64_t cmask, \
+                            int ah) { \
     const VEC_##SUF ar = SET1_##SUF(d[0]), ai = SET1_##SUF(d[1]), br = SET1_##SUF(d[2]), bi = SET1_##SUF(d[3]); \
     const VEC_##SUF cr = SET1_##SUF(d[4]), ci = SET1_##SUF(d[5]), dr = SET1_##SUF(d[6]), di = SET1_##SUF(d[7]); \
     GRAM_REGS(SUF) \
@@ -174,6 +190,7 @@ static void back_wide_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const 
             STORE_##SUF(v, VMAT(SUF, cr, ci, dr, di, U, Us, V, Vs)); \
         } \
     GRAM_TOTALS(SUF, M) \
+    if (ah) anti_hermitian(M); \
     add_product_##SUF(acc, M, m); \
 } \
 /* a bit inside the register: lane l holds member (l >> bit) & 1 of its pair, its partner comes */ \
@@ -189,7 +206,8 @@ static void lane_coefs_##SUF(const T *m, int bit, T coefs[4][2 * LANES_##SUF]) {
     } \
 } \
 /* the lane accumulators of a bit inside the register -> the Gram M; acc += M u */ \
-static void lane_gram_##SUF(VEC_##SUF sD, VEC_##SUF sX, VEC_##SUF pD, VEC_##SUF pX, int bit, const T *u, double *acc) { \
+static void lane_gram_##SUF(VEC_##SUF sD, VEC_##SUF sX, VEC_##SUF pD, VEC_##SUF pX, int bit, const T *u, double *acc, \
+                            int ah) { \
     T own_d[2 * LANES_##SUF], own_x[2 * LANES_##SUF], part_d[2 * LANES_##SUF], part_x[2 * LANES_##SUF]; \
     STORE_##SUF(own_d, sD); STORE_##SUF(own_x, sX); STORE_##SUF(part_d, pD); STORE_##SUF(part_x, pX); \
     double M[8] = {0}; \
@@ -199,16 +217,18 @@ static void lane_gram_##SUF(VEC_##SUF sD, VEC_##SUF sX, VEC_##SUF pD, VEC_##SUF 
         self[0] += own_d[2 * l] + own_d[2 * l + 1]; self[1] += own_x[2 * l + 1] - own_x[2 * l]; \
         cross[0] += part_d[2 * l] + part_d[2 * l + 1]; cross[1] += part_x[2 * l + 1] - part_x[2 * l]; \
     } \
+    if (ah) anti_hermitian(M); \
     add_product_##SUF(acc, M, u); \
 } \
-static void gram_narrow_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc) { \
+static void gram_narrow_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc, int ah) { \
     VEC_##SUF sD = ZERO_##SUF(), sX = ZERO_##SUF(), pD = ZERO_##SUF(), pX = ZERO_##SUF(); \
     for (int64_t i = 0; i < len; i += LANES_##SUF) { \
         const VEC_##SUF X = LOAD_##SUF(x + 2 * i), P = NEAR_##SUF(X, bit), G = LOAD_##SUF(g + 2 * i); \
-        sD = FMA_##SUF(G, X, sD); sX = FMA_##SUF(G, SWAP_##SUF(X), sX); \
+        if (!ah) sD = FMA_##SUF(G, X, sD); \
+        sX = FMA_##SUF(G, SWAP_##SUF(X), sX); \
         pD = FMA_##SUF(G, P, pD); pX = FMA_##SUF(G, SWAP_##SUF(P), pX); \
     } \
-    lane_gram_##SUF(sD, sX, pD, pX, bit, u, acc); \
+    lane_gram_##SUF(sD, sX, pD, pX, bit, u, acc, ah); \
 } \
 static void gate_narrow_##SUF(T *x, int64_t len, int bit, const T *m) { \
     T coefs[4][2 * LANES_##SUF]; \
@@ -227,7 +247,7 @@ static void gate_narrow_##SUF(T *x, int64_t len, int bit, const T *m) { \
         STORE_##SUF(x + 2 * i, VMAT(SUF, sr, si, pr, pi, X, SWAP_##SUF(X), P, SWAP_##SUF(P))); \
     } \
 } \
-static void back_narrow_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc) { \
+static void back_narrow_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc, int ah) { \
     T coefs[4][2 * LANES_##SUF]; \
     lane_coefs_##SUF(d, bit, coefs); \
     const VEC_##SUF sr = LOAD_##SUF(coefs[0]), si = LOAD_##SUF(coefs[1]); \
@@ -237,7 +257,8 @@ static void back_narrow_##SUF(T *x, T *g, int64_t len, int bit, const T *d, cons
     for (int64_t i = 0; i < len; i += LANES_##SUF) { \
         const VEC_##SUF X = LOAD_##SUF(x + 2 * i), P = NEAR_##SUF(X, bit), Xs = SWAP_##SUF(X), Ps = SWAP_##SUF(P); \
         const VEC_##SUF G = LOAD_##SUF(g + 2 * i), Gp = NEAR_##SUF(G, bit); \
-        sD = FMA_##SUF(G, X, sD); sX = FMA_##SUF(G, Xs, sX); \
+        if (!ah) sD = FMA_##SUF(G, X, sD); \
+        sX = FMA_##SUF(G, Xs, sX); \
         pD = FMA_##SUF(G, P, pD); pX = FMA_##SUF(G, Ps, pX); \
         if (real) { \
             STORE_##SUF(x + 2 * i, FMA_##SUF(sr, X, MUL_##SUF(pr, P))); \
@@ -247,7 +268,7 @@ static void back_narrow_##SUF(T *x, T *g, int64_t len, int bit, const T *d, cons
         STORE_##SUF(x + 2 * i, VMAT(SUF, sr, si, pr, pi, X, Xs, P, Ps)); \
         STORE_##SUF(g + 2 * i, VMAT(SUF, sr, si, pr, pi, G, SWAP_##SUF(G), Gp, SWAP_##SUF(Gp))); \
     } \
-    lane_gram_##SUF(sD, sX, pD, pX, bit, m, acc); \
+    lane_gram_##SUF(sD, sX, pD, pX, bit, m, acc, ah); \
 } \
 ) \
 /* cmask: the control bits (a controlled gate acts where all are set): the wide loops skip whole */ \
@@ -258,17 +279,18 @@ static void gate_##SUF(T *x, int64_t len, int bit, const T *m, int64_t cmask) { 
     if (!cmask && len >= LANES_##SUF) { gate_narrow_##SUF(x, len, bit, m); return; } ) \
     gate_scalar_##SUF(x, len, bit, m, cmask); \
 } \
-static void back_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc, int64_t cmask) { \
-    (void)m;    /* the scalar path takes the Gram of the states before the gate instead */ \
+static void back_##SUF(T *x, T *g, int64_t len, int bit, const T *d, const T *m, double *acc, int64_t cmask, int ah) { \
+    (void)m; (void)ah;   /* the scalar path takes the whole Gram, of the states before the gate */ \
     VECTOR_CODE( \
-    if (!(cmask & (LANES_##SUF - 1)) && bit >= LOG_LANES_##SUF) { back_wide_##SUF(x, g, len, bit, d, m, acc, cmask); return; } \
-    if (!cmask && len >= LANES_##SUF) { back_narrow_##SUF(x, g, len, bit, d, m, acc); return; } ) \
+    if (!(cmask & (LANES_##SUF - 1)) && bit >= LOG_LANES_##SUF) { back_wide_##SUF(x, g, len, bit, d, m, acc, cmask, ah); return; } \
+    if (!cmask && len >= LANES_##SUF) { back_narrow_##SUF(x, g, len, bit, d, m, acc, ah); return; } ) \
     back_scalar_##SUF(x, g, len, bit, d, acc, cmask); \
 } \
-static void gram_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc, int64_t cmask) { \
+static void gram_##SUF(const T *x, const T *g, int64_t len, int bit, const T *u, double *acc, int64_t cmask, int ah) { \
+    (void)ah; \
     VECTOR_CODE( \
-    if (!(cmask & (LANES_##SUF - 1)) && bit >= LOG_LANES_##SUF) { gram_wide_##SUF(x, g, len, bit, u, acc, cmask); return; } \
-    if (!cmask && len >= LANES_##SUF) { gram_narrow_##SUF(x, g, len, bit, u, acc); return; } ) \
+    if (!(cmask & (LANES_##SUF - 1)) && bit >= LOG_LANES_##SUF) { gram_wide_##SUF(x, g, len, bit, u, acc, cmask, ah); return; } \
+    if (!cmask && len >= LANES_##SUF) { gram_narrow_##SUF(x, g, len, bit, u, acc, ah); return; } ) \
     gram_scalar_##SUF(x, g, len, bit, u, acc, cmask); \
 } \
 /* y[j] = x[t[j]], times the phase d[j] when d is given (a monomial: permutations and fixed */ \
@@ -347,11 +369,11 @@ static void undo_op_##SUF(T *x, int64_t len, const int64_t *op, const T *m) { \
     DAGGER(d, m) \
     gate_##SUF(x, len, (int)(op[1] & 255), d, op[1] >> 8); \
 } \
-static void gram_op_##SUF(const T *x, const T *g, int64_t len, const int64_t *op, const T *m, double *acc) { \
+static void gram_op_##SUF(const T *x, const T *g, int64_t len, const int64_t *op, const T *m, double *acc, int ah) { \
     if (DIAG_KIND(op[0])) gram_diag_##SUF(x, g, len, op[1], m, acc); \
-    else gram_##SUF(x, g, len, (int)(op[1] & 255), m, acc, op[1] >> 8); \
+    else gram_##SUF(x, g, len, (int)(op[1] & 255), m, acc, op[1] >> 8, ah); \
 } \
-static void back_op_##SUF(T *x, T *g, int64_t len, const int64_t *op, const T *m, double *acc) { \
+static void back_op_##SUF(T *x, T *g, int64_t len, const int64_t *op, const T *m, double *acc, int ah) { \
     if (DIAG_KIND(op[0])) { \
         gram_diag_##SUF(x, g, len, op[1], m, acc); \
         diag_##SUF(x, len, op[1], m, 1); \
@@ -360,7 +382,7 @@ static void back_op_##SUF(T *x, T *g, int64_t len, const int64_t *op, const T *m
     } \
     T d[8]; \
     DAGGER(d, m) \
-    back_##SUF(x, g, len, (int)(op[1] & 255), d, m, acc, op[1] >> 8); \
+    back_##SUF(x, g, len, (int)(op[1] & 255), d, m, acc, op[1] >> 8, ah); \
 }
 /* slot kinds 0, 3 and 5 read the shared matrices, 2, 4 and 6 the sample's own */
 #define SHARED_KIND(k) ((k) == 0 || (k) == 3 || (k) == 5)
@@ -560,7 +582,7 @@ DEF_PROGRAM(tql_program_c128, double, f64)
 static void back_chunk_##SUF(T *psi_home, T *g_home, T *spare_p, T *spare_g, \
                              int64_t len, int64_t n_code, const int64_t *code, const T *shared, const T *own, \
                              const int32_t *inv, const T *inv_phases, double *acc_shared, double *acc_own, int64_t stop, \
-                             int64_t psi_from, const int64_t *group, int64_t first_gram, int below) { \
+                             int64_t psi_from, const int64_t *group, int64_t first_gram, int below, int ah) { \
     T *cp = psi_home, *cg = g_home; \
     for (int64_t k = n_code - 1; k >= stop; --k) { \
         const int64_t *op = code + 3 * k; \
@@ -571,7 +593,7 @@ static void back_chunk_##SUF(T *psi_home, T *g_home, T *spare_p, T *spare_g, \
             for (int64_t j = k; j >= group[k]; --j) { \
                 const int64_t *o = code + 3 * j; \
                 double *a = SHARED_KIND(o[0]) ? acc_shared : acc_own; \
-                if (a) gram_op_##SUF(cp, cg, len, o, (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2], a + 8 * o[2]); \
+                if (a) gram_op_##SUF(cp, cg, len, o, (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2], a + 8 * o[2], ah); \
             } \
             if (!below) break; \
             for (int64_t j = k; j >= group[k]; --j) { \
@@ -594,7 +616,7 @@ static void back_chunk_##SUF(T *psi_home, T *g_home, T *spare_p, T *spare_g, \
             const T *m = (SHARED_KIND(op[0]) ? shared : own) + 8 * op[2]; \
             double *acc = SHARED_KIND(op[0]) ? acc_shared : acc_own; \
             if (acc) { \
-                back_op_##SUF(cp, cg, len, op, m, acc + 8 * op[2]); \
+                back_op_##SUF(cp, cg, len, op, m, acc + 8 * op[2], ah); \
             } else { \
                 if (keep_psi) undo_op_##SUF(cp, len, op, m); \
                 undo_op_##SUF(cg, len, op, m); \
@@ -618,7 +640,7 @@ void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *res
           const int64_t *restrict code, const T *restrict shared, \
           const T *restrict batched, int64_t stride, int64_t shift, const int32_t *restrict inv, \
           const T *restrict inv_phases, const int64_t *restrict group, int64_t n_shared, double *restrict gram_shared, \
-          int64_t n_own, double *restrict gram_own, int nthreads) { \
+          int64_t n_own, double *restrict gram_own, int ah, int nthreads) { \
     const int64_t len = (int64_t)1 << nb, per = (int64_t)1 << shift; \
     const int64_t first_gram = first_gram_op(code, n_code, gram_shared != NULL, gram_own != NULL); \
     const int64_t psi_from = psi_in ? -1 : first_gram; \
@@ -640,7 +662,7 @@ void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *res
                 tile_load(hg, g + at, &tl, 2 * sizeof(T)); \
                 back_chunk_##SUF(hp, hg, scratch, scratch + 2 * len, len, n_code, code, shared, \
                                  batched + s * stride, inv, inv_phases, acc, gram_own ? gram_own + s * 8 * n_own : NULL, \
-                                 stop, psi_from, group, first_gram, psi_in || g_in); \
+                                 stop, psi_from, group, first_gram, psi_in || g_in, ah); \
                 if (runs && psi_in) tile_store(psi_in + at, hp, &tl, 2 * sizeof(T), stream); \
                 if (runs && g_in) tile_store(g_in + at, hg, &tl, 2 * sizeof(T), stream); \
             } \
@@ -664,7 +686,7 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
           int64_t shift, const int32_t *restrict inv, const T *restrict inv_phases, const T *restrict ckpt, \
           const int64_t *restrict save, \
           const int64_t *restrict group, int64_t n_shared, double *restrict gram_shared, int64_t n_own, \
-          double *restrict gram_own, int nthreads) { \
+          double *restrict gram_own, int ah, int nthreads) { \
     const int64_t len = (int64_t)1 << nb, per = (int64_t)1 << shift; \
     const int64_t first_gram = first_gram_op(code, n_code, gram_shared != NULL, gram_own != NULL); \
     const int64_t stop = g_in ? 0 : first_gram; \
@@ -694,7 +716,7 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
                     for (int64_t j = k; j >= group[k]; --j) { \
                         const int64_t *o = code + 3 * j; \
                         double *a = SHARED_KIND(o[0]) ? acc : acc_own; \
-                        if (a) gram_op_##SUF(psi, cg, len, o, (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2], a + 8 * o[2]); \
+                        if (a) gram_op_##SUF(psi, cg, len, o, (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2], a + 8 * o[2], ah); \
                     } \
                     if (!g_in && group[k] <= first_gram) break;   /* nothing below needs g */ \
                     for (int64_t j = k; j >= group[k]; --j) { \

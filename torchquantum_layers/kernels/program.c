@@ -458,6 +458,8 @@ static int64_t first_gram_op(const int64_t *code, int64_t n_code, int shared, in
 typedef struct {
     int64_t row_len, seg_len, n_seg, n_tiles;
     int64_t *seg_off, *tile_base;     /* amplitude offsets of a tile's runs, and of each tile in its row */
+    int stream;   /* the state is large enough for streaming stores (STREAM_BYTES) */
+    int runs;     /* chunks go through a row of their own: several runs, or a streamed output */
 } tiles_t;
 
 static int64_t deposit(int64_t v, const int64_t *bits, int64_t n_bits) {
@@ -467,7 +469,8 @@ static int64_t deposit(int64_t v, const int64_t *bits, int64_t n_bits) {
     return out;
 }
 
-static void tiles_init(tiles_t *tl, int64_t n_total, int64_t nb, const int64_t *active) {
+static void tiles_init(tiles_t *tl, int64_t n_total, int64_t nb, const int64_t *active, int64_t chunks,
+                       size_t elem) {
     int64_t low = 0, inactive[64], n_in = 0;
     while (low < nb && active[low] == low) ++low;
     for (int64_t b = 0, i = 0; b < n_total; ++b) {
@@ -482,6 +485,8 @@ static void tiles_init(tiles_t *tl, int64_t n_total, int64_t nb, const int64_t *
     tl->tile_base = tl->seg_off + tl->n_seg;
     for (int64_t g = 0; g < tl->n_seg; ++g) tl->seg_off[g] = deposit(g, active + low, nb - low);
     for (int64_t t = 0; t < tl->n_tiles; ++t) tl->tile_base[t] = deposit(t, inactive, n_in);
+    tl->stream = chunks * ((int64_t)1 << nb) * (int64_t)elem >= STREAM_BYTES;
+    tl->runs = tl->n_seg > 1 || tl->stream;
 }
 
 /* the amplitude offset of chunk c in a state */
@@ -540,9 +545,8 @@ void NAME(const T *restrict in, int64_t in_rows, T *restrict out, int64_t chunks
           const int64_t *restrict save, int nthreads) { \
     const int64_t len = (int64_t)1 << nb; \
     tiles_t tl; \
-    tiles_init(&tl, n_total, nb, active); \
-    /* a tile of several runs is gathered into a row and back; a large output is streamed out */ \
-    const int stream = chunks * len * (int64_t)sizeof(T) * 2 >= STREAM_BYTES, runs = tl.n_seg > 1 || stream; \
+    tiles_init(&tl, n_total, nb, active, chunks, 2 * sizeof(T)); \
+    const int stream = tl.stream, runs = tl.runs; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
     { \
         T *scratch = (T *)malloc(4 * len * sizeof(T)); \
@@ -578,6 +582,27 @@ DEF_PROGRAM(tql_program_c128, double, f64)
  * there, are un-computed op by op (to what they were before the program), and each
  * gate's sum of g_after conj(psi_before) is added to its slot's 8 doubles in acc_shared or
  * acc_own. inv: the inverse tables. */
+/* A group of commuting gates, ops first..k: every Gram asked for, from psi and g at the group's
+ * end; and x un-computed through the group. */
+#define DEF_GROUP_KERNELS(SUF, T) \
+static void group_grams_##SUF(const T *psi, const T *g, int64_t len, const int64_t *code, int64_t first, int64_t k, \
+                              const T *shared, const T *own, double *acc_shared, double *acc_own, int ah) { \
+    for (int64_t j = k; j >= first; --j) { \
+        const int64_t *o = code + 3 * j; \
+        double *a = SHARED_KIND(o[0]) ? acc_shared : acc_own; \
+        if (a) gram_op_##SUF(psi, g, len, o, (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2], a + 8 * o[2], ah); \
+    } \
+} \
+static void undo_group_##SUF(T *x, int64_t len, const int64_t *code, int64_t first, int64_t k, const T *shared, \
+                             const T *own) { \
+    for (int64_t j = k; j >= first; --j) { \
+        const int64_t *o = code + 3 * j; \
+        undo_op_##SUF(x, len, o, (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2]); \
+    } \
+}
+DEF_GROUP_KERNELS(f32, float)
+DEF_GROUP_KERNELS(f64, double)
+
 #define DEF_BACK_CHUNK(SUF, T) \
 static void back_chunk_##SUF(T *psi_home, T *g_home, T *spare_p, T *spare_g, \
                              int64_t len, int64_t n_code, const int64_t *code, const T *shared, const T *own, \
@@ -590,18 +615,10 @@ static void back_chunk_##SUF(T *psi_home, T *g_home, T *spare_p, T *spare_g, \
         if (op[0] != 1 && group[k] <= first_gram && first_gram <= k) { \
             /* the group of the first gate with a gradient: its gates commute, so every Gram comes */ \
             /* from the states at the group's end, and nothing below needs psi or (unless asked) g */ \
-            for (int64_t j = k; j >= group[k]; --j) { \
-                const int64_t *o = code + 3 * j; \
-                double *a = SHARED_KIND(o[0]) ? acc_shared : acc_own; \
-                if (a) gram_op_##SUF(cp, cg, len, o, (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2], a + 8 * o[2], ah); \
-            } \
+            group_grams_##SUF(cp, cg, len, code, group[k], k, shared, own, acc_shared, acc_own, ah); \
             if (!below) break; \
-            for (int64_t j = k; j >= group[k]; --j) { \
-                const int64_t *o = code + 3 * j; \
-                const T *m = (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2]; \
-                if (psi_from < 0) undo_op_##SUF(cp, len, o, m); \
-                undo_op_##SUF(cg, len, o, m); \
-            } \
+            if (psi_from < 0) undo_group_##SUF(cp, len, code, group[k], k, shared, own); \
+            undo_group_##SUF(cg, len, code, group[k], k, shared, own); \
             k = group[k]; \
             continue; \
         } \
@@ -646,8 +663,8 @@ void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *res
     const int64_t psi_from = psi_in ? -1 : first_gram; \
     const int64_t stop = (psi_in || g_in) ? 0 : first_gram; \
     tiles_t tl; \
-    tiles_init(&tl, n_total, nb, active); \
-    const int stream = chunks * len * (int64_t)sizeof(T) * 2 >= STREAM_BYTES, runs = tl.n_seg > 1 || stream; \
+    tiles_init(&tl, n_total, nb, active, chunks, 2 * sizeof(T)); \
+    const int stream = tl.stream, runs = tl.runs; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
     { \
         T *scratch = (T *)malloc(4 * 2 * len * sizeof(T)); \
@@ -691,8 +708,8 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
     const int64_t first_gram = first_gram_op(code, n_code, gram_shared != NULL, gram_own != NULL); \
     const int64_t stop = g_in ? 0 : first_gram; \
     tiles_t tl; \
-    tiles_init(&tl, n_total, nb, active); \
-    const int stream = chunks * len * (int64_t)sizeof(T) * 2 >= STREAM_BYTES, runs = tl.n_seg > 1 || stream; \
+    tiles_init(&tl, n_total, nb, active, chunks, 2 * sizeof(T)); \
+    const int stream = tl.stream, runs = tl.runs; \
     _Pragma("omp parallel num_threads(nthreads) if(chunks > 1 && chunks * len >= 8192)") \
     { \
         T *scratch = (T *)malloc(2 * 2 * len * sizeof(T)); \
@@ -713,16 +730,9 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
                         continue; \
                     } \
                     const T *psi = ckpt + 2 * len * (save[k] * chunks + c); \
-                    for (int64_t j = k; j >= group[k]; --j) { \
-                        const int64_t *o = code + 3 * j; \
-                        double *a = SHARED_KIND(o[0]) ? acc : acc_own; \
-                        if (a) gram_op_##SUF(psi, cg, len, o, (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2], a + 8 * o[2], ah); \
-                    } \
+                    group_grams_##SUF(psi, cg, len, code, group[k], k, shared, own, acc, acc_own, ah); \
                     if (!g_in && group[k] <= first_gram) break;   /* nothing below needs g */ \
-                    for (int64_t j = k; j >= group[k]; --j) { \
-                        const int64_t *o = code + 3 * j; \
-                        undo_op_##SUF(cg, len, o, (SHARED_KIND(o[0]) ? shared : own) + 8 * o[2]); \
-                    } \
+                    undo_group_##SUF(cg, len, code, group[k], k, shared, own); \
                     k = group[k]; \
                 } \
                 if (g_in && runs) tile_store(g_in + at, cg, &tl, 2 * sizeof(T), stream); \

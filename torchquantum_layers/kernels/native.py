@@ -371,9 +371,8 @@ def run_program(state: torch.Tensor, shared, batched, code: torch.Tensor, perms:
     n_total, active = _tile(state, bits, active)
     fn = _kernel("tql_program", state.dtype)
     fn(state.data_ptr(), state.shape[0], out.data_ptr(), chunks, bits, n_total, active.data_ptr(), code.shape[0],
-       code.data_ptr(),
-       sh.data_ptr(), ba.data_ptr(), stride, shift, perms.data_ptr(), _ptr(phases), _ptr(checkpoints), _ptr(save),
-       torch.get_num_threads())
+       code.data_ptr(), sh.data_ptr(), ba.data_ptr(), stride, shift, perms.data_ptr(), _ptr(phases),
+       _ptr(checkpoints), _ptr(save), torch.get_num_threads())
     return out
 
 

@@ -533,6 +533,14 @@ static void add_thread_grams(double *gram, double *acc, int64_t n_slots) {
     free(acc);
 }
 
+/* the end of a kernel's parallel region, on each thread: its streaming stores done, its shared
+ * slots' sums (if any) added into gram, its scratch row freed */
+static void end_thread(void *scratch, double *gram, double *acc, int64_t n_slots) {
+    end_streams();
+    add_thread_grams(gram, acc, n_slots);
+    free(scratch);
+}
+
 /* out = the program applied to every chunk (tile) of in; in holds in_rows rows, repeated (a state
  * of one sample broadcast over per-sample matrices is read in place, not copied B times).
  * ckpt (optional): the state after op k is kept in checkpoint save[k] (>= 0), laid out as
@@ -570,8 +578,7 @@ void NAME(const T *restrict in, int64_t in_rows, T *restrict out, int64_t chunks
             if (runs) tile_store(out + 2 * at, cur, &tl, 2 * sizeof(T), stream); \
             else if (cur != home) memcpy(home, cur, 2 * len * sizeof(T)); \
         } \
-        end_streams(); \
-        free(scratch); \
+        end_thread(scratch, NULL, NULL, 0); \
     } \
     free(tl.seg_off); \
 }
@@ -683,9 +690,7 @@ void NAME(const T *restrict psi, const T *restrict g, T *restrict psi_in, T *res
                 if (runs && psi_in) tile_store(psi_in + at, hp, &tl, 2 * sizeof(T), stream); \
                 if (runs && g_in) tile_store(g_in + at, hg, &tl, 2 * sizeof(T), stream); \
             } \
-        end_streams(); \
-        add_thread_grams(gram_shared, acc, n_shared); \
-        free(scratch); \
+        end_thread(scratch, gram_shared, acc, n_shared); \
     } \
     free(tl.seg_off); \
 }
@@ -738,9 +743,7 @@ void NAME(const T *restrict g, T *restrict g_in, int64_t chunks, int64_t nb, int
                 if (g_in && runs) tile_store(g_in + at, cg, &tl, 2 * sizeof(T), stream); \
                 else if (g_in && cg != home) memcpy(home, cg, 2 * len * sizeof(T)); \
             } \
-        end_streams(); \
-        add_thread_grams(gram_shared, acc, n_shared); \
-        free(scratch); \
+        end_thread(scratch, gram_shared, acc, n_shared); \
     } \
     free(tl.seg_off); \
 }

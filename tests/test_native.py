@@ -40,7 +40,7 @@ needs_native = pytest.mark.skipif(not HAS_CC, reason="no C compiler: the torch k
 
 
 @needs_native
-@pytest.mark.parametrize("wire", [0, 5, 9, 10, 11])      # the last two: bits inside a register
+@pytest.mark.parametrize("wire", [0, 5, 8, 9, 10, 11])   # the last two: bits inside a register
 @pytest.mark.parametrize("per_sample", [False, True, "real"])
 def test_apply_2x2_matches_oracle(wire, per_sample, dtype, atol):
     n, B = 12, 2
@@ -160,6 +160,22 @@ def test_permutation_gates_on_the_last_wires_take_the_native_kernel(gate, wires,
     with torch.no_grad():
         out = g.apply(psi, (), wires, n)
     assert calls
+    perm = tuple(int(p) for p in g.perm_fn(len(wires)))
+    np.testing.assert_array_equal(_np(out), _permuted_np(_np(psi), perm, wires, n))
+
+
+@pytest.mark.parametrize("gate,wires", [
+    ("CNOT", (8, 9)), ("CNOT", (9, 8)), ("CNOT", (7, 8)), ("CNOT", (2, 3)),      # span rows of 32-512 bytes
+    ("CNOT", (5, 11)), ("CNOT", (11, 0)), ("CNOT", (9, 10)), ("SWAP", (9, 11)),  # the last line's wires with others
+    ("CCX", (0, 10, 11)), ("CCX", (11, 4, 9)), ("CSWAP", (1, 9, 11)), ("SWAP", (0, 1))])
+def test_permutation_gates_on_every_row_length(gate, wires, dtype):
+    """Each path of a permutation gate (span rows, prefetching row copies, line blocks with one,
+    two or more patterns, blends across registers) against NumPy slices."""
+    n = 12
+    g = G.get_gate(gate)
+    psi = tql.random_state(n, 2, dtype=dtype, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        out = g.apply(psi, (), wires, n)
     perm = tuple(int(p) for p in g.perm_fn(len(wires)))
     np.testing.assert_array_equal(_np(out), _permuted_np(_np(psi), perm, wires, n))
 

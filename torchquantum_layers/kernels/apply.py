@@ -326,9 +326,11 @@ def apply_permutation_unchecked(state, perm, wires, n):
         perm = tuple(reorder_vector(torch.tensor(perm), order).tolist())
         # perm values are local indices in the old wire order: relabel them too
         perm = tuple(_relabel(p, order) for p in perm)
-    if n - 1 - sw[0] < native.line_bits(state):
-        # every wire among the last index bits: the native kernel moves whole 64-byte lines
-        # (a span gather there copies one amplitude at a time: 2.2-3.9 clone-times at n = 16-20)
+    if 2 ** (n - 1 - sw[-1]) * state.element_size() < 128:
+        # rows of the span shorter than two 64-byte lines: the native kernel moves whole lines
+        # (a span gather there copies one amplitude or one short row at a time: 2.2-3.9
+        # clone-times at n = 16-20 with every wire in the last line, 2.5-2.8 for CNOT(10, 19) or
+        # CNOT(16, 17))
         fast = native.permute_local(state, perm, sw, n)
         if fast is not None:
             return fast

@@ -579,12 +579,41 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
 
 /* A diagonal on k wires in the same line blocks: out[j] = dl[jh][lane] in[j] at j = i + dstoff[jh]
  * + lane (dl: the diagonal entry of each lane's local state, complex, KH x W; W = WW, the lanes of
- * one 64-byte line, which native.py always uses). */
-#define DEF_DIAG_BLOCKS(NAME, T, WW) \
+ * one 64-byte line, which native.py always uses). With AVX2 a line is two registers, each times
+ * its lanes' (re, re) and (im, im) entries (the scalar loop below compiled to shuffles: an RZZ at
+ * 2^20 amplitudes took 3 clones). */
+#define DEF_DIAG_BLOCKS(NAME, T, WW, SUF) \
 void NAME(const T *restrict in, T *restrict out, int64_t batch, int64_t n, int64_t b, int64_t maskH, \
           int64_t KH, const int64_t *restrict dstoff, const T *restrict dl, int nthreads) BLOCK_CHUNKS( \
     const T *restrict src = in + 2 * bt * N; \
     T *restrict dst = out + 2 * bt * N; \
+    VECTOR_CODE( \
+    if (KH <= 64 && WW == 2 * LANES_##SUF) { \
+        VEC_##SUF cr[64][2], ci[64][2]; \
+        for (int64_t jh = 0; jh < KH; ++jh) \
+            for (int h = 0; h < 2; ++h) { \
+                T re[2 * LANES_##SUF], im[2 * LANES_##SUF]; \
+                const T *m = dl + 2 * WW * jh + 2 * LANES_##SUF * h; \
+                for (int l = 0; l < LANES_##SUF; ++l) { \
+                    re[2 * l] = re[2 * l + 1] = m[2 * l]; \
+                    im[2 * l] = im[2 * l + 1] = m[2 * l + 1]; \
+                } \
+                cr[jh][h] = LOAD_##SUF(re); ci[jh][h] = LOAD_##SUF(im); \
+            } \
+        for (int64_t c = c0; c < c1; ++c) { \
+            for (int64_t jh = 0; jh < KH; ++jh) { \
+                const T *x = src + 2 * (i + dstoff[jh]); \
+                T *y = dst + 2 * (i + dstoff[jh]); \
+                PREFETCH_LINES(src + 2 * (ia + dstoff[jh]), dst + 2 * (ia + dstoff[jh])) \
+                const VEC_##SUF X0 = LOAD_##SUF(x), X1 = LOAD_##SUF(x + 2 * LANES_##SUF); \
+                STORE_##SUF(y, FMADDSUB_##SUF(cr[jh][0], X0, MUL_##SUF(ci[jh][0], SWAP_##SUF(X0)))); \
+                STORE_##SUF(y + 2 * LANES_##SUF, FMADDSUB_##SUF(cr[jh][1], X1, MUL_##SUF(ci[jh][1], SWAP_##SUF(X1)))); \
+            } \
+            i = ((i | fixed) + 1) & ~fixed; \
+            ia = ((ia | fixed) + 1) & ~fixed; \
+        } \
+        continue; \
+    } ) \
     for (int64_t c = c0; c < c1; ++c) { \
         for (int64_t jh = 0; jh < KH; ++jh) { \
             const T *restrict x = src + 2 * (i + dstoff[jh]), *restrict m = dl + 2 * WW * jh; \
@@ -598,5 +627,5 @@ void NAME(const T *restrict in, T *restrict out, int64_t batch, int64_t n, int64
         i = ((i | fixed) + 1) & ~fixed; \
         ia = ((ia | fixed) + 1) & ~fixed; \
     } )
-DEF_DIAG_BLOCKS(tql_diag_blocks_c64, float, 8)
-DEF_DIAG_BLOCKS(tql_diag_blocks_c128, double, 4)
+DEF_DIAG_BLOCKS(tql_diag_blocks_c64, float, 8, f32)
+DEF_DIAG_BLOCKS(tql_diag_blocks_c128, double, 4, f64)

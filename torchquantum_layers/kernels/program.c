@@ -38,8 +38,6 @@
 #define NEAR_f32(v, bit) ((bit) == 0 ? _mm256_permute_ps(v, 0x4E) : _mm256_permute2f128_ps(v, v, 1))
 #define NEAR_f64(v, bit) _mm256_permute2f128_pd(v, v, 1)
 /* (a, b) . (P, Q) per lane, with (re, im) of a and b broadcast and Ps, Qs the swapped P, Q */
-#define FMADDSUB_f32 _mm256_fmaddsub_ps
-#define FMADDSUB_f64 _mm256_fmaddsub_pd
 #define VMAT(SUF, a_r, a_i, b_r, b_i, P, Ps, Q, Qs) \
     FMA_##SUF(a_r, P, FMADDSUB_##SUF(b_r, Q, FMA_##SUF(b_i, Qs, MUL_##SUF(a_i, Ps))))
 #endif

@@ -72,6 +72,8 @@ static inline double HSUM_f64(__m256d v) {
 #define PERM_PAIR_f64 _mm256_permute4x64_pd
 #define ADDSUB_f32 _mm256_addsub_ps
 #define ADDSUB_f64 _mm256_addsub_pd
+#define FMADDSUB_f32 _mm256_fmaddsub_ps
+#define FMADDSUB_f64 _mm256_fmaddsub_pd
 #define VECTOR_CODE(...) __VA_ARGS__
 #else
 #define VECTOR_CODE(...)

@@ -90,9 +90,10 @@ static void copy_row(char *restrict dst, const char *restrict src, size_t bytes)
 }
 
 /* rows of a whole number of 128-byte chunks, up to 4 KiB, each chunk's counterpart in the row
- * `ahead` rows on prefetched (rows of 0.5-2 KiB taken out of order: a CNOT on them ran at 1.3-1.6
- * clones; longer rows are streams the hardware prefetcher follows, and prefetching a whole row
- * ahead there was slower) */
+ * `ahead` rows on prefetched (rows of 0.5-4 KiB taken out of order: a CNOT on them ran at 1.1-1.3
+ * clones at 2^20 complex64, 0.8-0.95 with). Longer rows are streams the hardware prefetcher
+ * follows (prefetching a whole row ahead was slower), and for states over 8 MiB, whose copy
+ * outgrows the 32 MiB L3 measured, memory bandwidth bounds it: prefetches only cost there. */
 static void copy_rows(const char *restrict in, char *restrict out, int64_t l0, int64_t l1, int64_t S,
                       const int64_t *restrict idx, size_t row) {
     const int64_t ahead = (int64_t)(4096 / row);
@@ -114,7 +115,7 @@ static void copy_rows(const char *restrict in, char *restrict out, int64_t l0, i
 void tql_permute(const char *restrict in, char *restrict out, int64_t blocks, int64_t S, int64_t R,
                  const int64_t *restrict idx, int64_t esize, int nthreads) {
     const int64_t row = R * esize;
-    if (row % 128 == 0 && row <= 4096) {
+    if (row % 128 == 0 && row <= 4096 && blocks * S * row <= ((int64_t)8 << 20)) {
         const int64_t parts = nthreads > 1 ? nthreads : 1;     /* one range of blocks a thread */
         #pragma omp parallel for schedule(static) num_threads(nthreads) if(blocks * S * R >= 16384)
         for (int64_t t = 0; t < parts; ++t)

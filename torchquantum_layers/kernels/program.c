@@ -406,16 +406,21 @@ int NAME(const T *restrict in, T *restrict out, int64_t len, int64_t bit, const 
         const VEC_##SUF ar = SET1_##SUF(m[0]), ai = SET1_##SUF(m[1]), br = SET1_##SUF(m[2]), bi = SET1_##SUF(m[3]); \
         const VEC_##SUF cr = SET1_##SUF(m[4]), ci = SET1_##SUF(m[5]), dr = SET1_##SUF(m[6]), di = SET1_##SUF(m[7]); \
         const int64_t s = (int64_t)1 << bit; \
-        /* a step is one cache line of each half; lines `ahead` amplitudes on are prefetched, */ \
-        /* the output's for writing (runs of 0.5-4 KiB, which alternate between the halves, */ \
-        /* took 1.6-1.9 clones without: the hardware prefetcher loses the interleaved streams) */ \
+        /* a step is one cache line of each half; for runs of up to 4 KiB, which alternate */ \
+        /* between the halves, the lines two blocks on are prefetched, the output's for writing */ \
+        /* (0.5-4 KiB runs took 1.6-1.9 clones without at 2^20 complex64: the hardware */ \
+        /* prefetcher loses the interleaved streams; it follows longer runs, where prefetches */ \
+        /* only cost) */ \
         const int64_t step = bit > LOG_LANES_##SUF ? 2 * LANES_##SUF : LANES_##SUF; \
-        const int64_t ahead = s * (int64_t)sizeof(T) <= 2048 ? 4 * s : 1024 / (int64_t)sizeof(T); \
+        const int prefetch = s * (int64_t)sizeof(T) <= 2048; \
+        const int64_t ahead = 4 * s; \
         _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(len >= 32768)") \
         for (int64_t p = 0; p < len / 2; p += step) { \
             const int64_t r = ((p >> bit) << (bit + 1)) | (p & (s - 1)); \
-            __builtin_prefetch(in + 2 * (r + ahead), 0, 3); __builtin_prefetch(in + 2 * (r + s + ahead), 0, 3); \
-            __builtin_prefetch(out + 2 * (r + ahead), 1, 3); __builtin_prefetch(out + 2 * (r + s + ahead), 1, 3); \
+            if (prefetch) { \
+                __builtin_prefetch(in + 2 * (r + ahead), 0, 3); __builtin_prefetch(in + 2 * (r + s + ahead), 0, 3); \
+                __builtin_prefetch(out + 2 * (r + ahead), 1, 3); __builtin_prefetch(out + 2 * (r + s + ahead), 1, 3); \
+            } \
             for (int64_t h = r; h < r + step; h += LANES_##SUF) { \
                 const VEC_##SUF P = LOAD_##SUF(in + 2 * h), Q = LOAD_##SUF(in + 2 * (h + s)); \
                 VEC_##SUF y0, y1; \

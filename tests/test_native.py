@@ -56,6 +56,24 @@ def test_apply_2x2_matches_oracle(wire, per_sample, dtype, atol):
 
 
 @needs_native
+@pytest.mark.parametrize("per_sample", [False, True])
+def test_apply_2x2_split_among_threads(per_sample, dtype, atol):
+    """16 samples of 12 qubits: the pairs (shared matrix) or the samples (one matrix each) are
+    split among two threads; against a NumPy contraction of each sample's (L, 2, R) view."""
+    n, B = 12, 16
+    rng = np.random.default_rng(7)
+    psi = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
+    u = oracle.random_unitaries(B, 2, rng) if per_sample else np.repeat(oracle.random_unitary(2, rng)[None], B, 0)
+    for wire in (0, 6, 9, 11):
+        with tql.runtime.torch_threads(2):
+            out = native.apply_2x2(psi, torch.as_tensor(u if per_sample else u[0], dtype=dtype), wire, n)
+        assert out is not None
+        view = _np(psi).reshape(B, 2 ** wire, 2, 2 ** (n - wire - 1))
+        want = np.einsum("bij,bljr->blir", u, view).reshape(B, -1)
+        np.testing.assert_allclose(_np(out), want, atol=atol)
+
+
+@needs_native
 @pytest.mark.parametrize("wires", [(0, 1), (4, 6), (10, 11), (0, 11)])
 def test_permutation_matches_torch_gather(wires, dtype):
     n, B = 12, 2

@@ -109,7 +109,7 @@ def _load():
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, cint]
         getattr(lib, name).restype = None
     for name in ("tql_gate_2x2_c64", "tql_gate_2x2_c128"):
-        getattr(lib, name).argtypes = [vp, vp, i64, i64, vp, cint]
+        getattr(lib, name).argtypes = [vp, vp, i64, i64, vp, i64, cint]
         getattr(lib, name).restype = cint
     for name in ("tql_program_c64", "tql_program_c128"):
         getattr(lib, name).argtypes = [vp, i64, vp, i64, i64, i64, vp, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp,
@@ -180,8 +180,9 @@ def apply_2x2(state: torch.Tensor, matrix: torch.Tensor, wire: int, n: int):
     L, R = 2 ** wire, 2 ** (n - wire - 1)
     shift = -1 if matrix.dim() == 2 else wire       # per sample: one matrix per 2^wire blocks
     out = torch.empty_like(state)
-    if shift < 0 and _kernel("tql_gate_2x2", state.dtype)(state.data_ptr(), out.data_ptr(), state.numel(),
-                                                          n - 1 - wire, m.data_ptr(), torch.get_num_threads()):
+    per = 0 if shift < 0 else 2 ** n
+    if _kernel("tql_gate_2x2", state.dtype)(state.data_ptr(), out.data_ptr(), state.numel(), n - 1 - wire,
+                                            m.data_ptr(), per, torch.get_num_threads()):
         return out          # the programs' vector bodies (AVX2)
     fn = _kernel("tql_apply_2x2", state.dtype)
     fn(state.data_ptr(), out.data_ptr(), B * L, R, m.data_ptr(), shift, torch.get_num_threads())

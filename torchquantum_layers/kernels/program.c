@@ -393,62 +393,83 @@ DEF_PROGRAM_KERNELS(f64, double)
 DEF_DIAG_KERNELS(f64, double)
 #undef T
 
-/* One shared 2 x 2 gate on index bit `bit` of len amplitudes, out of place, with the programs'
- * vector bodies: pairs of whole registers for bits above the register, lane permutations inside
- * it; threads split the pairs. (Streaming stores made it 5 x slower for high bits at 2^20
- * amplitudes: the two half-line write streams.) Returns 0 (nothing done) without AVX2, where the
- * caller's portable kernel runs. */
+/* One 2 x 2 gate on index bit `bit` of len amplitudes, out of place, with the programs' vector
+ * bodies: pairs of whole registers for bits above the register, lane permutations inside it;
+ * threads split the pairs. (Streaming stores made it 5 x slower for high bits at 2^20
+ * amplitudes: the two half-line write streams.) The matrix is shared when per == 0, else matrix
+ * b (m + 8 b) acts on amplitudes [b per, (b + 1) per): one per sample, the samples split among
+ * threads when there are enough of them. Returns 0 (nothing done) without AVX2, where the
+ * caller's portable kernel runs.
+ * A step of the pair loop is one cache line of each half; for runs of up to 4 KiB, which
+ * alternate between the halves, the lines two blocks on are prefetched, the output's for writing
+ * (0.5-4 KiB runs took 1.6-1.9 clones without at 2^20 complex64: the hardware prefetcher loses
+ * the interleaved streams; it follows longer runs, where prefetches only cost). */
+#define GATE_PAIR_STEP(SUF) { \
+    const int64_t r = ((p >> bit) << (bit + 1)) | (p & (s - 1)); \
+    if (prefetch) { \
+        __builtin_prefetch(in + 2 * (r + ahead), 0, 3); __builtin_prefetch(in + 2 * (r + s + ahead), 0, 3); \
+        __builtin_prefetch(out + 2 * (r + ahead), 1, 3); __builtin_prefetch(out + 2 * (r + s + ahead), 1, 3); \
+    } \
+    for (int64_t h = r; h < r + step; h += LANES_##SUF) { \
+        const VEC_##SUF P = LOAD_##SUF(in + 2 * h), Q = LOAD_##SUF(in + 2 * (h + s)); \
+        VEC_##SUF y0, y1; \
+        if (real) { \
+            y0 = FMA_##SUF(ar, P, MUL_##SUF(br, Q)); y1 = FMA_##SUF(cr, P, MUL_##SUF(dr, Q)); \
+        } else { \
+            const VEC_##SUF Ps = SWAP_##SUF(P), Qs = SWAP_##SUF(Q); \
+            y0 = VMAT(SUF, ar, ai, br, bi, P, Ps, Q, Qs); y1 = VMAT(SUF, cr, ci, dr, di, P, Ps, Q, Qs); \
+        } \
+        STORE_##SUF(out + 2 * h, y0); \
+        STORE_##SUF(out + 2 * (h + s), y1); \
+    } }
+#define GATE_LANE_STEP(SUF) { \
+    const VEC_##SUF X = LOAD_##SUF(in + 2 * i), P = NEAR_##SUF(X, bit); \
+    STORE_##SUF(out + 2 * i, real ? FMA_##SUF(sr, X, MUL_##SUF(pr, P)) \
+                                  : VMAT(SUF, sr, si, pr, pi, X, SWAP_##SUF(X), P, SWAP_##SUF(P))); }
+/* (the serial loops are spelled out: an OpenMP region that the if clause turns off still cost
+ * ~1 us a call, which one call per sample of 2^10 amplitudes multiplied by three) */
 #define DEF_GATE(NAME, T, SUF) \
-int NAME(const T *restrict in, T *restrict out, int64_t len, int64_t bit, const T *restrict m, int nthreads) { \
+static inline void NAME##_span(const T *restrict in, T *restrict out, int64_t len, int64_t bit, const T *restrict m, \
+                               int nthreads) { \
     VECTOR_CODE( \
-    const int real = REAL_M(m); \
+    const int real = REAL_M(m), parallel = nthreads > 1 && len >= 32768; \
     if (bit >= LOG_LANES_##SUF) { \
         const VEC_##SUF ar = SET1_##SUF(m[0]), ai = SET1_##SUF(m[1]), br = SET1_##SUF(m[2]), bi = SET1_##SUF(m[3]); \
         const VEC_##SUF cr = SET1_##SUF(m[4]), ci = SET1_##SUF(m[5]), dr = SET1_##SUF(m[6]), di = SET1_##SUF(m[7]); \
-        const int64_t s = (int64_t)1 << bit; \
-        /* a step is one cache line of each half; for runs of up to 4 KiB, which alternate */ \
-        /* between the halves, the lines two blocks on are prefetched, the output's for writing */ \
-        /* (0.5-4 KiB runs took 1.6-1.9 clones without at 2^20 complex64: the hardware */ \
-        /* prefetcher loses the interleaved streams; it follows longer runs, where prefetches */ \
-        /* only cost) */ \
-        const int64_t step = bit > LOG_LANES_##SUF ? 2 * LANES_##SUF : LANES_##SUF; \
+        const int64_t s = (int64_t)1 << bit, step = bit > LOG_LANES_##SUF ? 2 * LANES_##SUF : LANES_##SUF; \
         const int prefetch = s * (int64_t)sizeof(T) <= 2048; \
         const int64_t ahead = 4 * s; \
-        _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(len >= 32768)") \
-        for (int64_t p = 0; p < len / 2; p += step) { \
-            const int64_t r = ((p >> bit) << (bit + 1)) | (p & (s - 1)); \
-            if (prefetch) { \
-                __builtin_prefetch(in + 2 * (r + ahead), 0, 3); __builtin_prefetch(in + 2 * (r + s + ahead), 0, 3); \
-                __builtin_prefetch(out + 2 * (r + ahead), 1, 3); __builtin_prefetch(out + 2 * (r + s + ahead), 1, 3); \
-            } \
-            for (int64_t h = r; h < r + step; h += LANES_##SUF) { \
-                const VEC_##SUF P = LOAD_##SUF(in + 2 * h), Q = LOAD_##SUF(in + 2 * (h + s)); \
-                VEC_##SUF y0, y1; \
-                if (real) { \
-                    y0 = FMA_##SUF(ar, P, MUL_##SUF(br, Q)); y1 = FMA_##SUF(cr, P, MUL_##SUF(dr, Q)); \
-                } else { \
-                    const VEC_##SUF Ps = SWAP_##SUF(P), Qs = SWAP_##SUF(Q); \
-                    y0 = VMAT(SUF, ar, ai, br, bi, P, Ps, Q, Qs); y1 = VMAT(SUF, cr, ci, dr, di, P, Ps, Q, Qs); \
-                } \
-                STORE_##SUF(out + 2 * h, y0); \
-                STORE_##SUF(out + 2 * (h + s), y1); \
-            } \
-        } \
+        if (parallel) { \
+            _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
+            for (int64_t p = 0; p < len / 2; p += step) GATE_PAIR_STEP(SUF) \
+        } else \
+            for (int64_t p = 0; p < len / 2; p += step) GATE_PAIR_STEP(SUF) \
     } else { \
         T coefs[4][2 * LANES_##SUF]; \
         lane_coefs_##SUF(m, (int)bit, coefs); \
         const VEC_##SUF sr = LOAD_##SUF(coefs[0]), si = LOAD_##SUF(coefs[1]); \
         const VEC_##SUF pr = LOAD_##SUF(coefs[2]), pi = LOAD_##SUF(coefs[3]); \
-        _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(len >= 32768)") \
-        for (int64_t i = 0; i < len; i += LANES_##SUF) { \
-            const VEC_##SUF X = LOAD_##SUF(in + 2 * i), P = NEAR_##SUF(X, bit); \
-            const VEC_##SUF y = real ? FMA_##SUF(sr, X, MUL_##SUF(pr, P)) \
-                                     : VMAT(SUF, sr, si, pr, pi, X, SWAP_##SUF(X), P, SWAP_##SUF(P)); \
-            STORE_##SUF(out + 2 * i, y); \
-        } \
+        if (parallel) { \
+            _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
+            for (int64_t i = 0; i < len; i += LANES_##SUF) GATE_LANE_STEP(SUF) \
+        } else \
+            for (int64_t i = 0; i < len; i += LANES_##SUF) GATE_LANE_STEP(SUF) \
     } \
-    return 1; ) \
+    ) \
     (void)in; (void)out; (void)len; (void)bit; (void)m; (void)nthreads; \
+} \
+int NAME(const T *restrict in, T *restrict out, int64_t len, int64_t bit, const T *restrict m, int64_t per, \
+         int nthreads) { \
+    VECTOR_CODE( \
+    if (!per) { NAME##_span(in, out, len, bit, m, nthreads); return 1; } \
+    const int64_t samples = len / per; \
+    if (samples >= nthreads && nthreads > 1 && len >= 32768) { \
+        _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
+        for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, bit, m + 8 * b, 1); \
+    } else \
+        for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, bit, m + 8 * b, nthreads); \
+    return 1; ) \
+    (void)in; (void)out; (void)len; (void)bit; (void)m; (void)per; (void)nthreads; \
     return 0; \
 }
 DEF_GATE(tql_gate_2x2_c64, float, f32)

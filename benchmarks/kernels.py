@@ -47,8 +47,8 @@ def bench(n, dtype, device, widths, rounds):
         return paired(synced(fn, device), state, rounds)[0]
     wires_1q = [0, n // 2, n - 1]
     one_q = [ratio(lambda w=w: G.RY.apply(state, (theta,), (w,), n)) for w in wires_1q]
-    cnot = [ratio(lambda a=a, b=b: G.CNOT.apply(state, (), (a, b), n))
-            for a, b in [(0, 1), (n // 2, n // 2 + 1), (n - 2, n - 1), (0, n - 1)]]
+    pairs = [(0, 1), (n // 2, n // 2 + 1), (n - 2, n - 1), (0, n - 1)]
+    cnot = [ratio(lambda a=a, b=b: G.CNOT.apply(state, (), (a, b), n)) for a, b in pairs]
     rzz = [ratio(lambda a=a, b=b: G.RZZ.apply(state, (theta,), (a, b), n)) for a, b in [(0, 1), (n // 2, n - 1)]]
     gates_per_layer = 2 * n - 1
     layers = {}
@@ -68,8 +68,10 @@ def bench(n, dtype, device, widths, rounds):
             engine.USE_PROGRAMS = saved
     tc = paired(lambda: None, state, 1)[2]
     row = {"n": n, "dtype": str(dtype).replace("torch.", ""), "clone ms": f"{tc * 1e3:.3f}",
-           "1q mean": f"{sum(one_q) / len(one_q):.2f}", "1q max": f"{max(one_q):.2f}",
-           "CNOT max": f"{max(cnot):.2f}", "RZZ max": f"{max(rzz):.2f}"}
+           "1q mean": f"{sum(one_q) / len(one_q):.2f}",
+           "1q max (wire)": f"{max(one_q):.2f} ({wires_1q[one_q.index(max(one_q))]})",
+           "CNOT max (pair)": "{:.2f} ({},{})".format(max(cnot), *pairs[cnot.index(max(cnot))]),
+           "RZZ max": f"{max(rzz):.2f}"}
     for k, v in layers.items():
         row[f"layer/gate {k}"] = f"{v:.2f}"
     if torch.device(device).type == "cuda":

@@ -406,18 +406,20 @@ DEF_EXPVAL_GRAD(tql_expval_grad_c128, double, f64)
  * offsets hold what the wires among the low b bits do (they only move amplitudes within or between
  * a few lines), so a gate on the last wires costs one pass, not one scalar gather per amplitude. */
 typedef struct { int64_t re, im; } tql_pair16;
-#define BLOCK_LOOP(TT, WW) \
+/* (PF: a constant, so that the loop without prefetches carries none of their bookkeeping) */
+#define BLOCK_LOOP_PF(TT, WW, PF) \
     for (int64_t c = c0; c < c1; ++c) { \
         for (int64_t jh = 0; jh < KH; ++jh) { \
             const TT *s = (const TT *)sb + i; \
             TT *d = (TT *)db + i + dstoff[jh]; \
             const int64_t *o = srcoff + jh * WW; \
-            PREFETCH_LINES((const TT *)sb + ia + o[0], (TT *)db + ia + dstoff[jh]) \
+            if (PF) PREFETCH_LINES((const TT *)sb + ia + o[0], (TT *)db + ia + dstoff[jh]) \
             for (int l = 0; l < WW; ++l) d[l] = s[o[l]]; \
         } \
         i = ((i | fixed) + 1) & ~fixed; \
-        ia = ((ia | fixed) + 1) & ~fixed; \
+        if (PF) ia = ((ia | fixed) + 1) & ~fixed; \
     }
+#define BLOCK_LOOP(TT, WW) if (prefetch) BLOCK_LOOP_PF(TT, WW, 1) else BLOCK_LOOP_PF(TT, WW, 0)
 /* The line blocks of one sample: `outer` of them, the c-th starting at spread(c) (c's bits placed on
  * the positions outside `fixed`); worked in chunks of 1024 blocks, (sample, chunk) in parallel. */
 static int64_t block_count(int64_t n, int64_t fixed) {

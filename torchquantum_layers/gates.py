@@ -180,22 +180,26 @@ _COS, _SIN = (1.0, math.pi / 2), (1.0, 0.0)                             # cos θ
 
 
 def _trig(entries, shape=None):
-    """A matrix function for one angle whose entries (real spec, imaginary spec) are sin(aθ + b)."""
+    """A matrix function for one angle whose entries (real spec, imaginary spec) are sin(aθ + b).
+
+    The coefficient tables have the output's shape (entries, (re, im)), so a shared angle
+    broadcasts into them without a view: addcmul, sin, view_as_complex (3 torch calls; the
+    unsqueeze / view / view_as_complex / view chain before took ~20 µs a gate)."""
     flat = [v for entry in entries for v in entry]
-    pairs = (len(entries), 2)
+    out_shape = (shape or (len(entries),)) + (2,)
     cache = {}
 
     def fn(p, k, dtype, data, device):
         theta = p[0]
         key = (theta.dtype, theta.device)
         if key not in cache:
-            cache[key] = tuple(torch.tensor(col, dtype=theta.dtype, device=theta.device) for col in zip(*flat))
+            cache[key] = tuple(torch.tensor(col, dtype=theta.dtype, device=theta.device).view(out_shape)
+                               for col in zip(*flat))
         scale, offset = cache[key]
-        lead = theta.shape
-        z = torch.view_as_complex(torch.addcmul(offset, theta.unsqueeze(-1), scale).sin().view(lead + pairs))
-        if z.dtype != dtype:
-            z = z.to(dtype)
-        return z.view(lead + shape) if shape else z
+        if theta.dim():
+            theta = theta.reshape(theta.shape + (1,) * len(out_shape))
+        z = torch.view_as_complex(torch.addcmul(offset, theta, scale).sin())
+        return z if z.dtype == dtype else z.to(dtype)
     return fn
 
 

@@ -499,13 +499,23 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
                         int64_t maskH, int64_t KH, const int64_t *restrict dstoff, const int64_t *restrict srcoff,
                         int64_t esize, int nthreads) {
     tql_line_perms lp;
-    const int by_registers = esize == 8 && b == 3 && line_perms(srcoff, KH, &lp);
+    /* complex128 lines are permuted as eight 8-byte halves, u = 2 of them an amplitude */
+    const int64_t u = esize / 8;
+    int by_registers = 0;
+    (void)u;      /* (read by the AVX2 loops only) */
+    if (esize == 8 && b == 3) by_registers = line_perms(srcoff, KH, &lp);
+    else if (esize == 16 && b == 2 && KH <= 64) {
+        int64_t halves[64 * 8];
+        for (int64_t j = 0; j < KH * 8; ++j) halves[j] = 2 * srcoff[j / 2] + (j & 1);
+        by_registers = line_perms(halves, KH, &lp);
+    }
     BLOCK_CHUNKS(esize,
         const char *sb = in + bt * N * esize;
         char *db = out + bt * N * esize;
         if (by_registers) {
             /* permute both registers of the source line and blend: the scalar loop moved one
-             * amplitude at a time (1.6-2.3 clones for a CNOT on the last wires at 2^20) */
+             * amplitude at a time (1.6-2.3 clones for a CNOT on the last wires at 2^20);
+             * pointers count 8-byte units, u of them an amplitude */
             VECTOR_CODE(
             const int64_t *restrict s = (const int64_t *)sb;
             int64_t *restrict d = (int64_t *)db;
@@ -514,8 +524,8 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
                 /* the permutations held in registers (1.2-1.5 -> 0.9-1.1 clones at 2^20) */
                 const __m256i p0 = lp.lane[0][0], p1 = lp.lane[0][1];
                 const int64_t o0 = lp.one[0][0], o1 = lp.one[0][1];
-                const float *src = (const float *)(s + i + lp.base[0]);
-                float *dst = (float *)(d + i + dstoff[0]);
+                const float *src = (const float *)(s + u * i + lp.base[0]);
+                float *dst = (float *)(d + u * (i + dstoff[0]));
                 for (int64_t c = 0; c < c1 - c0; ++c) {
                     _mm256_storeu_ps(dst + 16 * c, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + 16 * c + o0), p0));
                     _mm256_storeu_ps(dst + 16 * c + 8, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + 16 * c + o1), p1));
@@ -527,10 +537,10 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
                 const int64_t s0 = lp.base[0], s1 = lp.base[1], d1 = dstoff[1];
                 const int64_t o00 = lp.one[0][0], o01 = lp.one[0][1], o10 = lp.one[1][0], o11 = lp.one[1][1];
                 for (int64_t c = c0; c < c1; ++c) {
-                    PREFETCH_LINES(s + ia + s0, d + ia)
-                    PREFETCH_LINES(s + ia + s1, d + ia + d1)
-                    const float *x0 = (const float *)(s + i + s0), *x1 = (const float *)(s + i + s1);
-                    float *y0 = (float *)(d + i), *y1 = (float *)(d + i + d1);
+                    PREFETCH_LINES(s + u * ia + s0, d + u * ia)
+                    PREFETCH_LINES(s + u * ia + s1, d + u * (ia + d1))
+                    const float *x0 = (const float *)(s + u * i + s0), *x1 = (const float *)(s + u * i + s1);
+                    float *y0 = (float *)(d + u * i), *y1 = (float *)(d + u * (i + d1));
                     _mm256_storeu_ps(y0, _mm256_permutevar8x32_ps(_mm256_loadu_ps(x0 + o00), p00));
                     _mm256_storeu_ps(y0 + 8, _mm256_permutevar8x32_ps(_mm256_loadu_ps(x0 + o01), p01));
                     _mm256_storeu_ps(y1, _mm256_permutevar8x32_ps(_mm256_loadu_ps(x1 + o10), p10));
@@ -542,9 +552,9 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
                 /* (CNOTs, controlled gates: each output register is one register's permutation) */
                 for (int64_t c = c0; c < c1; ++c) {
                     for (int64_t jh = 0; jh < KH; ++jh) {
-                        PREFETCH_LINES(s + ia + lp.base[jh], d + ia + dstoff[jh])
-                        const float *src = (const float *)(s + i + lp.base[jh]);
-                        float *dst = (float *)(d + i + dstoff[jh]);
+                        PREFETCH_LINES(s + u * ia + lp.base[jh], d + u * (ia + dstoff[jh]))
+                        const float *src = (const float *)(s + u * i + lp.base[jh]);
+                        float *dst = (float *)(d + u * (i + dstoff[jh]));
                         _mm256_storeu_ps(dst, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + lp.one[jh][0]), lp.lane[jh][0]));
                         _mm256_storeu_ps(dst + 8, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + lp.one[jh][1]), lp.lane[jh][1]));
                     }
@@ -554,10 +564,10 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
             } else
             for (int64_t c = c0; c < c1; ++c) {
                 for (int64_t jh = 0; jh < KH; ++jh) {
-                    PREFETCH_LINES(s + ia + lp.base[jh], d + ia + dstoff[jh])
-                    const float *src = (const float *)(s + i + lp.base[jh]);
+                    PREFETCH_LINES(s + u * ia + lp.base[jh], d + u * (ia + dstoff[jh]))
+                    const float *src = (const float *)(s + u * i + lp.base[jh]);
                     const __m256 x0 = _mm256_loadu_ps(src), x1 = _mm256_loadu_ps(src + 8);
-                    float *dst = (float *)(d + i + dstoff[jh]);
+                    float *dst = (float *)(d + u * (i + dstoff[jh]));
                     _mm256_storeu_ps(dst, _mm256_blendv_ps(_mm256_permutevar8x32_ps(x0, lp.lane[jh][0]),
                                                            _mm256_permutevar8x32_ps(x1, lp.lane[jh][0]), lp.from[jh][0]));
                     _mm256_storeu_ps(dst + 8, _mm256_blendv_ps(_mm256_permutevar8x32_ps(x0, lp.lane[jh][1]),

@@ -456,9 +456,10 @@ static int64_t spread(int64_t c, int64_t fixed, int64_t n) {
         int64_t i = spread(c0, fixed, n), ia = spread(c0 + ahead < outer ? c0 + ahead : outer - 1, fixed, n); \
         __VA_ARGS__ \
     } }
-/* complex64 lines whose every pattern jh takes its eight lanes from one source line (CNOT, SWAP,
- * any gate whose low wires only move amplitudes within a line): per pattern, the line's base and
- * the lane permutation of each of its two registers with the blend mask choosing the register */
+/* Lines of eight 8-byte lanes (complex64 amplitudes, or the halves of complex128 ones) whose every
+ * pattern jh takes its lanes from one source line (CNOT, SWAP, any gate whose low wires only move
+ * amplitudes within a line): per pattern, the line's base and the lane permutation of each of its
+ * two registers with the blend mask choosing the register */
 typedef struct {
     int64_t base[64];
     int64_t one[64][2];   /* the float offset (0 or 8) of the register all lanes of an output come from */

@@ -583,10 +583,8 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
             for (int l = 0; l < 4; ++l) o[l] = srcoff[l];
             const tql_pair16 *restrict s = (const tql_pair16 *)sb;
             tql_pair16 *restrict d = (tql_pair16 *)db;
-            for (int64_t c = c0; c < c1; ++c, i += 4, ia += 4) {
-                PREFETCH_LINES(s + ia + o[0], d + ia)
+            for (int64_t c = c0; c < c1; ++c, i += 4)     /* (one stream: never prefetched) */
                 for (int l = 0; l < 4; ++l) d[i + l] = s[i + o[l]];
-            }
         }
         else if (esize == 8 && W == 8) { BLOCK_LOOP(int64_t, 8) }
         else if (esize == 16 && W == 4) { BLOCK_LOOP(tql_pair16, 4) }

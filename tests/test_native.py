@@ -1,6 +1,7 @@
 """The optional native CPU kernels (kernels/native.c) against NumPy and the torch kernels."""
 from __future__ import annotations
 
+import itertools
 import shutil
 
 import numpy as np
@@ -71,6 +72,51 @@ def test_apply_2x2_split_among_threads(per_sample, dtype, atol):
         view = _np(psi).reshape(B, 2 ** wire, 2, 2 ** (n - wire - 1))
         want = np.einsum("bij,bljr->blir", u, view).reshape(B, -1)
         np.testing.assert_allclose(_np(out), want, atol=atol)
+
+
+@needs_native
+@pytest.mark.parametrize("n", [1, 2])
+def test_per_sample_rotation_of_a_tiny_register_with_a_large_batch(n, dtype, atol):
+    """4096 samples of 1-2 qubits pass the size threshold while each sample is shorter than an
+    AVX2 register (4 complex64 amplitudes): the vector kernel must not read or write across
+    samples or past the end (it did, and crashed)."""
+    B = 4096
+    rng = np.random.default_rng(n)
+    psi = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
+    theta = rng.uniform(-3, 3, size=4)[np.arange(B) % 4]
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    out = _np(tql.functional.ry(psi, torch.as_tensor(theta, dtype=real), wires=n - 1))
+    for v in range(4):
+        rows = np.arange(B) % 4 == v
+        np.testing.assert_allclose(out[rows], oracle.apply_dense(_np(psi)[rows], oracle.ry(theta[v]), [n - 1], n),
+                                   atol=atol)
+
+
+@needs_native
+@pytest.mark.parametrize("name", list(oracle.SIGNATURES))
+def test_every_gate_on_tiny_states_through_the_native_kernels(name, dtype, atol, monkeypatch):
+    """The size threshold is a speed choice, not a guard: with it at one amplitude every gate on
+    every wire order of 1-4 qubit registers, 1 or 3 samples, shared and per-sample angles, goes
+    through the native kernels and matches the dense oracle."""
+    monkeypatch.setattr(native, "MIN_AMPLITUDES", 1)
+    k, n_params = oracle.SIGNATURES[name]
+    k = k or 2
+    rng = np.random.default_rng(len(name))
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    gate = G.get_gate(name)
+    for n in range(k, min(k + 1, 4) + 1):
+        for wires in itertools.permutations(range(n), k):
+            for B in (1, 3):
+                values = rng.uniform(-3, 3, size=(B, n_params))
+                psi = oracle.random_state(n, rng, batch=B)
+                for per_sample in (False, True) if n_params else (False,):
+                    rows = values if per_sample else values[:1].repeat(B, 0)
+                    params = [torch.as_tensor(rows[:, j] if per_sample else rows[0, j], dtype=real)
+                              for j in range(n_params)]
+                    out = gate.apply(torch.as_tensor(psi, dtype=dtype), params, wires, n)
+                    want = np.stack([oracle.apply_dense(psi[b], oracle.gate_matrix(name, *rows[b], n_wires=k),
+                                                        wires, n) for b in range(B)])
+                    np.testing.assert_allclose(_np(out), want, atol=atol, err_msg=f"{name} on {wires} of {n}")
 
 
 @needs_native

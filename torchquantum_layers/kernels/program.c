@@ -398,8 +398,9 @@ DEF_DIAG_KERNELS(f64, double)
  * threads split the pairs. (Streaming stores made it 5 x slower for high bits at 2^20
  * amplitudes: the two half-line write streams.) The matrix is shared when per == 0, else matrix
  * b (m + 8 b) acts on amplitudes [b per, (b + 1) per): one per sample, the samples split among
- * threads when there are enough of them. Returns 0 (nothing done) without AVX2, where the
- * caller's portable kernel runs.
+ * threads when there are enough of them. Returns 0 (nothing done) without AVX2, or where a
+ * register would hold amplitudes of two samples or run past the end (tiny states); the caller's
+ * portable kernel runs then.
  * A step of the pair loop is one cache line of each half; for runs of up to 4 KiB, which
  * alternate between the halves, the lines two blocks on are prefetched, the output's for writing
  * (0.5-4 KiB runs took 1.6-1.9 clones without at 2^20 complex64: the hardware prefetcher loses
@@ -461,6 +462,7 @@ static inline void NAME##_span(const T *restrict in, T *restrict out, int64_t le
 int NAME(const T *restrict in, T *restrict out, int64_t len, int64_t bit, const T *restrict m, int64_t per, \
          int nthreads) { \
     VECTOR_CODE( \
+    if (per ? per < LANES_##SUF : len % LANES_##SUF) return 0;   /* registers would straddle samples or the end */ \
     if (!per) { NAME##_span(in, out, len, bit, m, nthreads); return 1; } \
     const int64_t samples = len / per; \
     if (samples >= nthreads && nthreads > 1 && len >= 32768) { \

@@ -323,12 +323,18 @@ def oracle_states(recipe: Recipe, n: int, weights, x=None, state=None, inverse=F
     return psi
 
 
-def oracle_unitary(recipe: Recipe, n: int, weights) -> np.ndarray:
-    """The product of the full 2^n × 2^n operators of the (input-free) recipe."""
-    u = np.eye(2 ** n, dtype=np.complex128)
-    for step in recipe:
-        u = oracle.full_operator(step_matrix(step, weights, None), step.wires, n) @ u
-    return u
+def oracle_unitary(recipe: Recipe, n: int, weights, x=None) -> np.ndarray:
+    """The product of the full 2^n × 2^n operators of the recipe: (2^n, 2^n) for an input-free
+    recipe, or one per row of the features ``x`` (B, F): (B, 2^n, 2^n)."""
+    rows = [None] if x is None else [np.asarray(x, dtype=np.float64)[b:b + 1] for b in range(len(x))]
+    out = []
+    for row in rows:
+        u = np.eye(2 ** n, dtype=np.complex128)
+        for step in recipe:
+            m = step_matrix(step, weights, row)
+            u = oracle.full_operator(m[0] if m.ndim == 3 else m, step.wires, n) @ u
+        out.append(u)
+    return out[0] if x is None else np.stack(out)
 
 
 def gradient_differences(circuit, obs, x, eps=1e-5):

@@ -153,11 +153,32 @@ def test_unitary_matches_oracle_product(spec, fuse, dtype, device, atol):
     close(c.inverse().unitary(), ref.conj().T, atol, spec)
 
 
-def test_unitary_refuses_input_circuits():
+def test_unitary_of_input_circuits_needs_the_features():
     c = tql.Circuit(2)
     c.ry(0, input=0)
-    with pytest.raises(ValueError, match="input"):
+    with pytest.raises(ValueError, match="input column"):
         c.unitary()
+    with pytest.raises(ValueError, match="input column 0 but x has only 0"):
+        c.unitary(torch.zeros(3, 0))
+
+
+@HYP
+@given(spec=S.circuit_specs(max_wires=4, max_ops=8, kinds=("fixed", "tensor", "new", "shared", "input")),
+       fuse=st.booleans(), one_row=st.booleans())
+def test_unitary_for_given_features_matches_oracle_product(spec, fuse, one_row, dtype, device, atol):
+    """One matrix per row of x (or one for a single row (F,)), as the oracle multiplies them."""
+    c, recipe = S.build(spec, dtype, device, fuse=fuse)
+    x = S.features(spec, dtype, device)
+    d = 2 ** spec.n_wires
+    if one_row:
+        u = c.unitary(x[0])
+        assert u.shape == (d, d)
+        close(u, S.oracle_unitary(recipe, spec.n_wires, S.weights_of(c), x[:1].cpu())[0], atol, spec)
+    else:
+        u = c.unitary(x)
+        assert u.shape == (spec.batch, d, d) and u.dtype == dtype
+        close(u, S.oracle_unitary(recipe, spec.n_wires, S.weights_of(c), x.cpu()), atol, spec)
+        close(u[:, :, 0], c(x).detach().cpu().numpy(), atol, spec)     # its first column is the circuit's output on |0…0⟩
 
 
 # =============================================================================================

@@ -377,15 +377,28 @@ class Circuit(nn.Module):
         from .engine import run_circuit
         return run_circuit(self, state, x)
 
-    def unitary(self) -> torch.Tensor:
-        """The circuit's 2^n × 2^n matrix (n ≤ 12), built by running it on every basis state."""
-        if self.n_inputs:
-            raise ValueError("unitary: the circuit reads input features; run it with x instead")
+    def unitary(self, x=None) -> torch.Tensor:
+        """The circuit's 2^n × 2^n matrix (n ≤ 12), built by running it on every basis state.
+
+        A circuit that reads input features needs ``x``: one row ``(F,)`` gives the matrix for
+        those features, a batch ``(B, F)`` one matrix per row, ``(B, 2^n, 2^n)``."""
+        if self.n_inputs and x is None:
+            raise ValueError(f"unitary: the circuit reads {self.n_inputs} input column(s); pass x "
+                             f"(one row (F,) or a batch (B, F))")
         if self.n_wires > 12:
             raise ValueError(f"unitary: {self.n_wires} wires would need a {2 ** self.n_wires}-square matrix; "
                              f"limit is 12")
-        eye = torch.eye(2 ** self.n_wires, dtype=self.dtype, device=self.device)
-        return self(state=eye).transpose(0, 1)
+        d = 2 ** self.n_wires
+        eye = torch.eye(d, dtype=self.dtype, device=self.device)
+        if x is None:
+            return self(state=eye).transpose(0, 1)
+        x, _, squeeze = self.prepare(x, None, materialize=False)
+        B = x.shape[0]
+        check_allocation(self.n_wires, B * d, self.dtype, self.device)
+        # row b·d + j: basis state j under the features of row b
+        columns = self(x.repeat_interleave(d, 0), state=eye.repeat(B, 1))
+        u = columns.reshape(B, d, d).transpose(1, 2)
+        return u[0] if squeeze else u
 
     # -- OpenQASM 2.0 (torchquantum_layers.qasm; imported late, as it imports this module) -----
     @classmethod

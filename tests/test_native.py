@@ -75,6 +75,35 @@ def test_apply_2x2_split_among_threads(per_sample, dtype, atol):
 
 
 @needs_native
+@pytest.mark.parametrize("target,controls", [
+    (0, (12,)), (12, (0,)), (11, (12,)), (12, (11,)), (10, (11, 12)), (5, (10,)), (9, (4,)), (12, (10,)),
+    (3, (0, 7, 11)), (10, (9, 12)), (0, tuple(range(1, 13)))])
+@pytest.mark.parametrize("per_sample", [False, True, "real"])
+def test_controlled_2x2_matches_numpy(target, controls, per_sample, dtype, atol):
+    """Controls inside a register (its lanes get the identity), on the register bit that splits a
+    two-register step, and above it (whole registers copied); targets above and inside the
+    register; two threads splitting the pairs or the samples (4 samples of 2^13). Reference: the
+    gate on every (L, 2, R) pair by einsum, kept where the index has every control bit."""
+    n, B = 13, 4
+    rng = np.random.default_rng(target + 13 * len(controls))
+    psi = oracle.random_state(n, rng, batch=B)
+    if per_sample == "real":
+        u = np.repeat(oracle.ry(rng.uniform(0, 2 * np.pi)).astype(complex)[None], B, 0)
+    else:
+        u = oracle.random_unitaries(B, 2, rng) if per_sample else np.repeat(oracle.random_unitary(2, rng)[None], B, 0)
+    gated = np.einsum("bij,bljr->blir", u, psi.reshape(B, 2 ** target, 2, -1)).reshape(B, -1)
+    index = np.arange(2 ** n)
+    on = np.all([(index >> (n - 1 - c)) & 1 for c in controls], axis=0)
+    want = np.where(on, gated, psi)
+    matrix = torch.as_tensor(u if per_sample is True else u[0], dtype=dtype)
+    for threads in (1, 2):
+        with tql.runtime.torch_threads(threads):
+            out = native.apply_2x2(torch.as_tensor(psi, dtype=dtype), matrix, target, n, controls)
+        assert out is not None
+        np.testing.assert_allclose(_np(out), want, atol=atol)
+
+
+@needs_native
 @pytest.mark.parametrize("n", [1, 2])
 def test_per_sample_rotation_of_a_tiny_register_with_a_large_batch(n, dtype, atol):
     """4096 samples of 1-2 qubits pass the size threshold while each sample is shorter than an

@@ -426,6 +426,10 @@ def apply_two_level_unchecked(state, block, levels, wires, n, keep_rest=True):
 
 def apply_controlled_unchecked(state, matrix, controls, targets, n):
     """Apply ``matrix`` on ``targets`` only where every control wire is 1."""
+    if len(targets) == 1:
+        fast = native.apply_2x2(state, matrix, targets[0], n, controls)
+        if fast is not None:
+            return fast         # one pass: the controls=0 amplitudes copied on the way
     batched = matrix.dim() == 3
     state = _broadcast_batch(state, matrix, batched)
     B = state.shape[0]

@@ -109,7 +109,7 @@ def _load():
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, cint]
         getattr(lib, name).restype = None
     for name in ("tql_gate_2x2_c64", "tql_gate_2x2_c128"):
-        getattr(lib, name).argtypes = [vp, vp, i64, i64, vp, i64, cint]
+        getattr(lib, name).argtypes = [vp, vp, i64, i64, vp, i64, i64, cint]
         getattr(lib, name).restype = cint
     for name in ("tql_program_c64", "tql_program_c128"):
         getattr(lib, name).argtypes = [vp, i64, vp, i64, i64, i64, vp, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp,
@@ -166,8 +166,9 @@ def _usable(state: torch.Tensor, *operands) -> bool:
     return library() is not None
 
 
-def apply_2x2(state: torch.Tensor, matrix: torch.Tensor, wire: int, n: int):
-    """``matrix`` ((2, 2) shared or (B, 2, 2) per sample) on ``wire``, or None where not usable."""
+def apply_2x2(state: torch.Tensor, matrix: torch.Tensor, wire: int, n: int, controls=()):
+    """``matrix`` ((2, 2) shared or (B, 2, 2) per sample) on ``wire``, or None where not usable.
+    With ``controls`` (wires) it acts only where all of them are 1 and copies the rest."""
     B = state.shape[0]
     if not _usable(state, matrix) or matrix.dtype != state.dtype:
         return None
@@ -177,13 +178,18 @@ def apply_2x2(state: torch.Tensor, matrix: torch.Tensor, wire: int, n: int):
         elif matrix.shape[0] != B:
             return None
     m = matrix if matrix.is_contiguous() and not matrix.is_conj() else matrix.resolve_conj().contiguous()
+    cmask = 0
+    for c in controls:
+        cmask |= 1 << (n - 1 - c)
+    out = torch.empty_like(state)
+    per = 0 if matrix.dim() == 2 else 2 ** n
+    if _kernel("tql_gate_2x2", state.dtype)(state.data_ptr(), out.data_ptr(), state.numel(), n - 1 - wire,
+                                            m.data_ptr(), per, cmask, torch.get_num_threads()):
+        return out          # the programs' vector bodies (AVX2)
+    if cmask:
+        return None         # the portable kernel has no controls: the torch path runs
     L, R = 2 ** wire, 2 ** (n - wire - 1)
     shift = -1 if matrix.dim() == 2 else wire       # per sample: one matrix per 2^wire blocks
-    out = torch.empty_like(state)
-    per = 0 if shift < 0 else 2 ** n
-    if _kernel("tql_gate_2x2", state.dtype)(state.data_ptr(), out.data_ptr(), state.numel(), n - 1 - wire,
-                                            m.data_ptr(), per, torch.get_num_threads()):
-        return out          # the programs' vector bodies (AVX2)
     fn = _kernel("tql_apply_2x2", state.dtype)
     fn(state.data_ptr(), out.data_ptr(), B * L, R, m.data_ptr(), shift, torch.get_num_threads())
     return out

@@ -398,9 +398,11 @@ DEF_DIAG_KERNELS(f64, double)
  * threads split the pairs. (Streaming stores made it 5 x slower for high bits at 2^20
  * amplitudes: the two half-line write streams.) The matrix is shared when per == 0, else matrix
  * b (m + 8 b) acts on amplitudes [b per, (b + 1) per): one per sample, the samples split among
- * threads when there are enough of them. Returns 0 (nothing done) without AVX2, or where a
- * register would hold amplitudes of two samples or run past the end (tiny states); the caller's
- * portable kernel runs then.
+ * threads when there are enough of them. `cmask` (index bits, 0: none) makes it a controlled
+ * gate: amplitudes whose index lacks any of those bits are copied; the bits inside a register
+ * give its lanes the identity's coefficients, those above it pick copy or gate per register.
+ * Returns 0 (nothing done) without AVX2, or where a register would hold amplitudes of two
+ * samples or run past the end (tiny states); the caller's portable kernel runs then.
  * A step of the pair loop is one cache line of each half; for runs of up to 4 KiB, which
  * alternate between the halves, the lines two blocks on are prefetched, the output's for writing
  * (0.5-4 KiB runs took 1.6-1.9 clones without at 2^20 complex64: the hardware prefetcher loses
@@ -413,6 +415,7 @@ DEF_DIAG_KERNELS(f64, double)
     } \
     for (int64_t h = r; h < r + step; h += LANES_##SUF) { \
         const VEC_##SUF P = LOAD_##SUF(in + 2 * h), Q = LOAD_##SUF(in + 2 * (h + s)); \
+        if ((h & high) != high) { STORE_##SUF(out + 2 * h, P); STORE_##SUF(out + 2 * (h + s), Q); continue; } \
         VEC_##SUF y0, y1; \
         if (real) { \
             y0 = FMA_##SUF(ar, P, MUL_##SUF(br, Q)); y1 = FMA_##SUF(cr, P, MUL_##SUF(dr, Q)); \
@@ -425,18 +428,30 @@ DEF_DIAG_KERNELS(f64, double)
     } }
 #define GATE_LANE_STEP(SUF) { \
     const VEC_##SUF X = LOAD_##SUF(in + 2 * i), P = NEAR_##SUF(X, bit); \
-    STORE_##SUF(out + 2 * i, real ? FMA_##SUF(sr, X, MUL_##SUF(pr, P)) \
-                                  : VMAT(SUF, sr, si, pr, pi, X, SWAP_##SUF(X), P, SWAP_##SUF(P))); }
+    STORE_##SUF(out + 2 * i, (i & high) != high ? X \
+                             : real ? FMA_##SUF(sr, X, MUL_##SUF(pr, P)) \
+                                    : VMAT(SUF, sr, si, pr, pi, X, SWAP_##SUF(X), P, SWAP_##SUF(P))); }
 /* (the serial loops are spelled out: an OpenMP region that the if clause turns off still cost
  * ~1 us a call, which one call per sample of 2^10 amplitudes multiplied by three) */
 #define DEF_GATE(NAME, T, SUF) \
+/* lane l of a register gets m's entry when its index has the control bits `low`, else the */ \
+/* identity's: coefs[k] (2 LANES) holds entry k / 2's re (k even) or im in both halves of a lane */ \
+VECTOR_CODE( \
+static inline void NAME##_entries(const T *m, int64_t low, T coefs[8][2 * LANES_##SUF]) { \
+    static const T eye[8] = {1, 0, 0, 0, 0, 0, 1, 0}; \
+    for (int l = 0; l < LANES_##SUF; ++l) \
+        for (int k = 0; k < 8; ++k) coefs[k][2 * l] = coefs[k][2 * l + 1] = ((l & low) == low ? m : eye)[k]; \
+} ) \
 static inline void NAME##_span(const T *restrict in, T *restrict out, int64_t len, int64_t bit, const T *restrict m, \
-                               int nthreads) { \
+                               int64_t cmask, int nthreads) { \
     VECTOR_CODE( \
     const int real = REAL_M(m), parallel = nthreads > 1 && len >= 32768; \
+    const int64_t low = cmask & (LANES_##SUF - 1), high = cmask & ~(int64_t)(LANES_##SUF - 1); \
     if (bit >= LOG_LANES_##SUF) { \
-        const VEC_##SUF ar = SET1_##SUF(m[0]), ai = SET1_##SUF(m[1]), br = SET1_##SUF(m[2]), bi = SET1_##SUF(m[3]); \
-        const VEC_##SUF cr = SET1_##SUF(m[4]), ci = SET1_##SUF(m[5]), dr = SET1_##SUF(m[6]), di = SET1_##SUF(m[7]); \
+        T e[8][2 * LANES_##SUF]; \
+        NAME##_entries(m, low, e); \
+        const VEC_##SUF ar = LOAD_##SUF(e[0]), ai = LOAD_##SUF(e[1]), br = LOAD_##SUF(e[2]), bi = LOAD_##SUF(e[3]); \
+        const VEC_##SUF cr = LOAD_##SUF(e[4]), ci = LOAD_##SUF(e[5]), dr = LOAD_##SUF(e[6]), di = LOAD_##SUF(e[7]); \
         const int64_t s = (int64_t)1 << bit, step = bit > LOG_LANES_##SUF ? 2 * LANES_##SUF : LANES_##SUF; \
         const int prefetch = s * (int64_t)sizeof(T) <= 2048; \
         const int64_t ahead = 4 * s; \
@@ -448,6 +463,9 @@ static inline void NAME##_span(const T *restrict in, T *restrict out, int64_t le
     } else { \
         T coefs[4][2 * LANES_##SUF]; \
         lane_coefs_##SUF(m, (int)bit, coefs); \
+        for (int l = 0; l < LANES_##SUF; ++l) \
+            if ((l & low) != low) \
+                for (int h = 0; h < 2; ++h) { coefs[0][2 * l + h] = 1; coefs[1][2 * l + h] = coefs[2][2 * l + h] = coefs[3][2 * l + h] = 0; } \
         const VEC_##SUF sr = LOAD_##SUF(coefs[0]), si = LOAD_##SUF(coefs[1]); \
         const VEC_##SUF pr = LOAD_##SUF(coefs[2]), pi = LOAD_##SUF(coefs[3]); \
         if (parallel) { \
@@ -457,21 +475,21 @@ static inline void NAME##_span(const T *restrict in, T *restrict out, int64_t le
             for (int64_t i = 0; i < len; i += LANES_##SUF) GATE_LANE_STEP(SUF) \
     } \
     ) \
-    (void)in; (void)out; (void)len; (void)bit; (void)m; (void)nthreads; \
+    (void)in; (void)out; (void)len; (void)bit; (void)m; (void)cmask; (void)nthreads; \
 } \
 int NAME(const T *restrict in, T *restrict out, int64_t len, int64_t bit, const T *restrict m, int64_t per, \
-         int nthreads) { \
+         int64_t cmask, int nthreads) { \
     VECTOR_CODE( \
     if (per ? per < LANES_##SUF : len % LANES_##SUF) return 0;   /* registers would straddle samples or the end */ \
-    if (!per) { NAME##_span(in, out, len, bit, m, nthreads); return 1; } \
+    if (!per) { NAME##_span(in, out, len, bit, m, cmask, nthreads); return 1; } \
     const int64_t samples = len / per; \
     if (samples >= nthreads && nthreads > 1 && len >= 32768) { \
         _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
-        for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, bit, m + 8 * b, 1); \
+        for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, bit, m + 8 * b, cmask, 1); \
     } else \
-        for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, bit, m + 8 * b, nthreads); \
+        for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, bit, m + 8 * b, cmask, nthreads); \
     return 1; ) \
-    (void)in; (void)out; (void)len; (void)bit; (void)m; (void)per; (void)nthreads; \
+    (void)in; (void)out; (void)len; (void)bit; (void)m; (void)per; (void)cmask; (void)nthreads; \
     return 0; \
 }
 DEF_GATE(tql_gate_2x2_c64, float, f32)

@@ -124,10 +124,10 @@ def test_per_sample_rotation_of_a_tiny_register_with_a_large_batch(n, dtype, ato
 @needs_native
 @pytest.mark.parametrize("name", list(oracle.SIGNATURES))
 def test_every_gate_on_tiny_states_through_the_native_kernels(name, dtype, atol, monkeypatch):
-    """The size threshold is a speed choice, not a guard: with it at one amplitude every gate on
-    every wire order of 1-4 qubit registers, 1 or 3 samples, shared and per-sample angles, goes
-    through the native kernels and matches the dense oracle."""
-    monkeypatch.setattr(native, "MIN_AMPLITUDES", 1)
+    """Every gate on every wire order of 1-4 qubit registers, 1 or 3 samples, shared and
+    per-sample angles, through the native kernels (the diagonals' size threshold, a speed
+    choice, set to one amplitude) against the dense oracle."""
+    monkeypatch.setattr(native, "MIN_DIAGONAL_AMPLITUDES", 1)
     k, n_params = oracle.SIGNATURES[name]
     k = k or 2
     rng = np.random.default_rng(len(name))
@@ -168,7 +168,9 @@ def test_not_used_where_autograd_records(dtype):
     assert native.apply_2x2(psi, m, 3, 12) is None
     with torch.no_grad():
         assert (native.apply_2x2(psi, m, 3, 12) is not None) == HAS_CC
-    assert native.apply_2x2(tql.random_state(4, 1, dtype=dtype), m, 1, 4) is None    # too small to pay
+    tiny = tql.random_state(4, 1, dtype=dtype)
+    assert (native.apply_2x2(tiny, m, 1, 4) is not None) == HAS_CC      # dense gates: at any size
+    assert native.apply_diagonal(tiny, torch.ones(2, dtype=dtype), (1,), 4) is None   # torch's is cheaper
 
 
 @pytest.mark.parametrize("gate,wires", [("CNOT", (0, 16)), ("CNOT", (16, 0)), ("TOFFOLI", (0, 9, 16)),

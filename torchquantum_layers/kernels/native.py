@@ -33,8 +33,11 @@ _HEADERS = [os.path.join(_HERE, "simd.h")]
 _FLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared"]
 _lock = threading.Lock()
 _state: dict = {"lib": None, "tried": False, "reason": "not loaded yet"}
-# below this many amplitudes the ctypes call costs more than torch's dispatch saves
-MIN_AMPLITUDES = 2 ** 12
+# Dense, controlled and permutation gates take the native kernels at every size: their call
+# (15-35 us, checks and ctypes included) beat torch's at 2^2-2^11 amplitudes (RY 45-120 us: widening
+# GEMMs; CRX 80-240 us: a copy, a gather and a scatter). A diagonal below this many amplitudes
+# stays a torch broadcast multiply (27-31 vs 33-53 us at 2^6-2^8: the lane table's gather).
+MIN_DIAGONAL_AMPLITUDES = 2 ** 10
 
 
 def _cpu_key() -> str:
@@ -159,7 +162,7 @@ def _plain_cpu_state(state: torch.Tensor) -> bool:
 
 
 def _usable(state: torch.Tensor, *operands) -> bool:
-    if not _plain_cpu_state(state) or state.numel() < MIN_AMPLITUDES:
+    if not _plain_cpu_state(state):
         return False
     if torch.is_grad_enabled() and (state.requires_grad or any(o.requires_grad for o in operands)):
         return False        # autograd records the torch kernels' graph instead
@@ -233,7 +236,8 @@ def permute_local(state: torch.Tensor, perm, wires, n: int):
 def apply_diagonal(state: torch.Tensor, diag: torch.Tensor, wires, n: int):
     """A shared diagonal ``(2^k,)`` on sorted ``wires`` in one pass of line blocks (see
     :func:`permute_local`), or None where not usable (per-sample diagonals included)."""
-    if diag.dim() != 1 or not _usable(state, diag) or diag.dtype != state.dtype:
+    if diag.dim() != 1 or state.numel() < MIN_DIAGONAL_AMPLITUDES or not _usable(state, diag) \
+            or diag.dtype != state.dtype:
         return None
     b = line_bits(state)
     if n < b:

@@ -407,7 +407,7 @@ DEF_DIAG_KERNELS(f64, double)
  * alternate between the halves, the lines two blocks on are prefetched, the output's for writing
  * (0.5-4 KiB runs took 1.6-1.9 clones without at 2^20 complex64: the hardware prefetcher loses
  * the interleaved streams; it follows longer runs, where prefetches only cost). */
-#define GATE_PAIR_STEP(SUF) { \
+#define GATE_PAIR_STEP(SUF, CTRL) { \
     const int64_t r = ((p >> bit) << (bit + 1)) | (p & (s - 1)); \
     if (prefetch) { \
         __builtin_prefetch(in + 2 * (r + ahead), 0, 3); __builtin_prefetch(in + 2 * (r + s + ahead), 0, 3); \
@@ -415,7 +415,7 @@ DEF_DIAG_KERNELS(f64, double)
     } \
     for (int64_t h = r; h < r + step; h += LANES_##SUF) { \
         const VEC_##SUF P = LOAD_##SUF(in + 2 * h), Q = LOAD_##SUF(in + 2 * (h + s)); \
-        if ((h & high) != high) { STORE_##SUF(out + 2 * h, P); STORE_##SUF(out + 2 * (h + s), Q); continue; } \
+        if (CTRL && (h & high) != high) { STORE_##SUF(out + 2 * h, P); STORE_##SUF(out + 2 * (h + s), Q); continue; } \
         VEC_##SUF y0, y1; \
         if (real) { \
             y0 = FMA_##SUF(ar, P, MUL_##SUF(br, Q)); y1 = FMA_##SUF(cr, P, MUL_##SUF(dr, Q)); \
@@ -426,13 +426,20 @@ DEF_DIAG_KERNELS(f64, double)
         STORE_##SUF(out + 2 * h, y0); \
         STORE_##SUF(out + 2 * (h + s), y1); \
     } }
-#define GATE_LANE_STEP(SUF) { \
+#define GATE_LANE_STEP(SUF, CTRL) { \
     const VEC_##SUF X = LOAD_##SUF(in + 2 * i), P = NEAR_##SUF(X, bit); \
-    STORE_##SUF(out + 2 * i, (i & high) != high ? X \
+    STORE_##SUF(out + 2 * i, CTRL && (i & high) != high ? X \
                              : real ? FMA_##SUF(sr, X, MUL_##SUF(pr, P)) \
                                     : VMAT(SUF, sr, si, pr, pi, X, SWAP_##SUF(X), P, SWAP_##SUF(P))); }
-/* (the serial loops are spelled out: an OpenMP region that the if clause turns off still cost
- * ~1 us a call, which one call per sample of 2^10 amplitudes multiplied by three) */
+/* The loop twice, threaded and serial (an OpenMP region that the if clause turns off still cost
+ * ~1 us a call, which one call per sample of 2^10 amplitudes multiplied by three); the step
+ * bodies take CTRL as a constant so that gates without controls test nothing per register. */
+#define GATE_LOOP(I, END, INC, BODY) { \
+    if (parallel) { \
+        _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
+        for (int64_t I = 0; I < (END); I += (INC)) BODY \
+    } else \
+        for (int64_t I = 0; I < (END); I += (INC)) BODY }
 #define DEF_GATE(NAME, T, SUF) \
 /* lane l of a register gets m's entry when its index has the control bits `low`, else the */ \
 /* identity's: coefs[k] (2 LANES) holds entry k / 2's re (k even) or im in both halves of a lane */ \
@@ -455,11 +462,8 @@ static inline void NAME##_span(const T *restrict in, T *restrict out, int64_t le
         const int64_t s = (int64_t)1 << bit, step = bit > LOG_LANES_##SUF ? 2 * LANES_##SUF : LANES_##SUF; \
         const int prefetch = s * (int64_t)sizeof(T) <= 2048; \
         const int64_t ahead = 4 * s; \
-        if (parallel) { \
-            _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
-            for (int64_t p = 0; p < len / 2; p += step) GATE_PAIR_STEP(SUF) \
-        } else \
-            for (int64_t p = 0; p < len / 2; p += step) GATE_PAIR_STEP(SUF) \
+        if (high) GATE_LOOP(p, len / 2, step, GATE_PAIR_STEP(SUF, 1)) \
+        else GATE_LOOP(p, len / 2, step, GATE_PAIR_STEP(SUF, 0)) \
     } else { \
         T coefs[4][2 * LANES_##SUF]; \
         lane_coefs_##SUF(m, (int)bit, coefs); \
@@ -468,11 +472,8 @@ static inline void NAME##_span(const T *restrict in, T *restrict out, int64_t le
                 for (int h = 0; h < 2; ++h) { coefs[0][2 * l + h] = 1; coefs[1][2 * l + h] = coefs[2][2 * l + h] = coefs[3][2 * l + h] = 0; } \
         const VEC_##SUF sr = LOAD_##SUF(coefs[0]), si = LOAD_##SUF(coefs[1]); \
         const VEC_##SUF pr = LOAD_##SUF(coefs[2]), pi = LOAD_##SUF(coefs[3]); \
-        if (parallel) { \
-            _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
-            for (int64_t i = 0; i < len; i += LANES_##SUF) GATE_LANE_STEP(SUF) \
-        } else \
-            for (int64_t i = 0; i < len; i += LANES_##SUF) GATE_LANE_STEP(SUF) \
+        if (high) GATE_LOOP(i, len, LANES_##SUF, GATE_LANE_STEP(SUF, 1)) \
+        else GATE_LOOP(i, len, LANES_##SUF, GATE_LANE_STEP(SUF, 0)) \
     } \
     ) \
     (void)in; (void)out; (void)len; (void)bit; (void)m; (void)cmask; (void)nthreads; \

@@ -57,6 +57,14 @@ def table(rows, headers) -> str:
     return "\n".join([line, sep, *body])
 
 
+def rows_table(rows) -> str:
+    """:func:`table` of dict rows whose keys may differ (the columns: every key, first seen first)."""
+    headers = []
+    for r in rows:
+        headers += [h for h in r if h not in headers]
+    return table([[r.get(h, "") for h in headers] for r in rows], headers)
+
+
 def _run_for(fn, min_time):
     loops, start = 0, time.perf_counter()
     while True:

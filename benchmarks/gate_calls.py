@@ -21,7 +21,7 @@ import torchquantum_layers as tql  # noqa: E402
 from torchquantum_layers import gates as G  # noqa: E402
 from torchquantum_layers.kernels import native  # noqa: E402
 
-from common import add_runtime_flags, machine, set_threads, table, today  # noqa: E402
+from common import add_runtime_flags, machine, rows_table, set_threads, today  # noqa: E402
 
 DT = {"c64": torch.complex64, "c128": torch.complex128}
 
@@ -81,12 +81,9 @@ def main(argv=None):
                 continue
             for d in args.dtypes.split(","):
                 rows.append(calls(n, B, DT[d]))
-    headers = list(rows[0])
-    for r in rows:
-        headers += [h for h in r if h not in headers]
     print(f"# gate calls on small states, {today()}, {machine()}")
     print("µs per call, best of 7 rounds; native = as the library runs, torch = the native kernels off")
-    print(table([[r.get(h, "") for h in headers] for r in rows], headers))
+    print(rows_table(rows))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from torchquantum_layers import engine, gates as G  # noqa: E402
 from torchquantum_layers.engine import run_circuit  # noqa: E402
 
 from common import (  # noqa: E402
-    add_runtime_flags, keep_memory_if_asked, machine, paired, set_threads, synced, table, timeit, today)
+    add_runtime_flags, keep_memory_if_asked, machine, paired, rows_table, set_threads, synced, timeit, today)
 
 DT = {"c64": torch.complex64, "c128": torch.complex128}
 
@@ -107,15 +107,10 @@ def main(argv=None):
         for d in args.dtypes.split(","):
             rows.append(bench(n, DT[d], args.device, widths, args.rounds))
             print(f"done n={n} {d}", file=sys.stderr, flush=True)
-    headers = list(rows[0].keys())
-    for r in rows:
-        for h in r:
-            if h not in headers:
-                headers.append(h)
     print(f"# kernels benchmark, {today()}, {machine()}, device {args.device}"
           + (", keep_freed_memory() applied" if kept else ""))
     print("ratios are time / time of torch.clone of the same state, median of interleaved rounds (lower is better)")
-    print(table([[r.get(h, "") for h in headers] for r in rows], headers))
+    print(rows_table(rows))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import platform
 import shutil
 
 import numpy as np
@@ -101,6 +102,82 @@ def test_controlled_2x2_matches_numpy(target, controls, per_sample, dtype, atol)
             out = native.apply_2x2(torch.as_tensor(psi, dtype=dtype), matrix, target, n, controls)
         assert out is not None
         np.testing.assert_allclose(_np(out), want, atol=atol)
+
+
+@needs_native
+@pytest.mark.parametrize("wires", [(0, 12), (3, 4), (2, 9), (0, 11), (4, 11), (5, 12), (11, 12), (10, 12)])
+@pytest.mark.parametrize("per_sample", [False, True])
+def test_4x4_on_two_wires_matches_numpy(wires, per_sample, dtype, atol):
+    """Both wires above the register bits (four whole registers), the lower one inside a register
+    (complex64: bits 0 and 1, complex128: bit 0) and both inside (complex64, the last two wires);
+    4 samples of 2^13, one and two threads, shared and per-sample matrices. Reference: an einsum
+    over the (L, 2, M, 2, R) view."""
+    n, B = 13, 4
+    a, b = wires
+    rng = np.random.default_rng(a + 17 * b)
+    psi = oracle.random_state(n, rng, batch=B)
+    u = oracle.random_unitaries(B, 4, rng) if per_sample else np.repeat(oracle.random_unitary(4, rng)[None], B, 0)
+    view = psi.reshape(B, 2 ** a, 2, 2 ** (b - a - 1), 2, 2 ** (n - b - 1))
+    want = np.einsum("bxyuv,blumvr->blxmyr", u.reshape(B, 2, 2, 2, 2), view).reshape(B, -1)
+    matrix = torch.as_tensor(u if per_sample else u[0], dtype=dtype)
+    for threads in (1, 2):
+        with tql.runtime.torch_threads(threads):
+            out = native.apply_4x4(torch.as_tensor(psi, dtype=dtype), matrix, wires, n)
+        assert out is not None
+        np.testing.assert_allclose(_np(out), want, atol=atol)
+
+
+@pytest.fixture(scope="module")
+def portable_library(tmp_path_factory):
+    """The library built with AVX off: the plain-C bodies a CPU without AVX2 runs."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("the -mno-avx flags are x86 flags; elsewhere every test runs the plain-C bodies")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TQL_CACHE_DIR", str(tmp_path_factory.mktemp("portable")))
+    mp.setattr(native, "_FLAGS", native._FLAGS + ["-mno-avx", "-mno-avx2", "-mno-fma"])
+    lib, reason = native._load()
+    mp.undo()
+    assert lib is not None, reason
+    return lib
+
+
+@needs_native
+def test_plain_c_bodies_without_avx2(portable_library, monkeypatch, dtype, atol):
+    """Without AVX2: the 4 x 4 quad loop (wires far apart, adjacent, the last two), controlled
+    gates as a copy and the scalar loop, the portable 2 x 2 kernel (shared and per sample), against
+    NumPy on 3 samples of 6 qubits."""
+    monkeypatch.setitem(native._state, "lib", portable_library)
+    n, B = 6, 3
+    rng = np.random.default_rng(11)
+    psi = oracle.random_state(n, rng, batch=B)
+    t = torch.as_tensor(psi, dtype=dtype)
+    for wires in ((0, 5), (2, 3), (4, 5)):
+        u = oracle.random_unitaries(B, 4, rng)
+        want = np.stack([oracle.apply_dense(psi[b], u[b], wires, n) for b in range(B)])
+        np.testing.assert_allclose(_np(native.apply_4x4(t, torch.as_tensor(u, dtype=dtype), wires, n)), want, atol=atol)
+    for target, controls, per_sample in ((5, (0,), True), (0, (4, 5), False), (3, (), True), (2, (1,), False)):
+        u = oracle.random_unitaries(B, 2, rng) if per_sample else np.repeat(oracle.random_unitary(2, rng)[None], B, 0)
+        want = np.stack([oracle.apply_dense(psi[b], oracle.controlled_matrix(u[b], len(controls)),
+                                            list(controls) + [target], n) for b in range(B)])
+        out = native.apply_2x2(t, torch.as_tensor(u if per_sample else u[0], dtype=dtype), target, n, controls)
+        np.testing.assert_allclose(_np(out), want, atol=atol)
+
+
+@needs_native
+@pytest.mark.parametrize("keep_rest", [True, False])
+def test_two_level_block_on_two_wires_as_a_4x4(keep_rest, dtype, atol):
+    """A Givens block on levels (1, 2) of wires (5, 2) in one 4 x 4 pass: the block on those two
+    local states, the other two kept (a gate) or zeroed (its generator)."""
+    n, B = 6, 3
+    rng = np.random.default_rng(3)
+    psi = oracle.random_state(n, rng, batch=B)
+    block = oracle.random_unitaries(B, 2, rng)
+    full = np.repeat(np.eye(4, dtype=complex)[None] if keep_rest else np.zeros((1, 4, 4), complex), B, 0)
+    full[:, 1:3, 1:3] = block
+    want = np.stack([oracle.apply_dense(psi[i], full[i], [5, 2], n) for i in range(B)])
+    out = A.apply_two_level_unchecked(torch.as_tensor(psi, dtype=dtype), torch.as_tensor(block, dtype=dtype),
+                                      (1, 2), (5, 2), n, keep_rest=keep_rest)
+    np.testing.assert_allclose(_np(out), want, atol=atol)
 
 
 @needs_native

@@ -170,6 +170,10 @@ def apply_matrix_unchecked(state, matrix, wires, n):
     sw, perm = _sorted(wires)
     if sw != wires:
         matrix = reorder_matrix(matrix, perm)
+    if k == 2:
+        fast = native.apply_4x4(state, matrix, sw, n)
+        if fast is not None:
+            return fast         # one pass on any two wires (the einsum / transposes: 5-47 clones)
     if sw[-1] - sw[0] + 1 != k:
         if sw[-1] - sw[0] + 1 <= _MAX_SPAN:
             matrix, sw = expand_to_span(matrix, sw)
@@ -406,6 +410,17 @@ def _level_positions_uncached(levels: tuple, wires: tuple, n: int, device_str: s
 _level_positions_cached = lru_cache(maxsize=1024)(_level_positions_uncached)
 
 
+@lru_cache(maxsize=64)
+def _two_level_frame(levels, keep_rest, dtype):
+    """(the 4 x 4 matrix around a two-level block, flattened: the identity on the other two levels
+    when ``keep_rest`` else zero; the flat positions of the block's four entries)."""
+    a, b = levels
+    base = torch.zeros(16, dtype=dtype)
+    if keep_rest:
+        base[[5 * j for j in range(4) if j not in levels]] = 1
+    return base, torch.tensor([5 * a, 4 * a + b, 4 * b + a, 5 * b])
+
+
 def apply_two_level_unchecked(state, block, levels, wires, n, keep_rest=True):
     """A ``(2, 2)`` or ``(B, 2, 2)`` block acting on two local basis states of ``wires`` only.
 
@@ -415,6 +430,14 @@ def apply_two_level_unchecked(state, block, levels, wires, n, keep_rest=True):
     vanishes outside the pair).
     """
     batched = block.dim() == 3
+    if len(wires) == 2 and native._usable(state, block):
+        # on two wires the 4 x 4 matrix in one pass beats the gather, product, clone and scatter
+        base, at = _two_level_frame(tuple(levels), keep_rest, block.dtype)
+        lead = block.shape[:-2]
+        full = base.expand(*lead, 16).clone().index_copy_(-1, at, block.reshape(*lead, 4))
+        fast = apply_matrix_unchecked(state, full.reshape(*lead, 4, 4), wires, n)
+        if fast is not None:
+            return fast
     state = _broadcast_batch(state, block, batched)
     B = state.shape[0]
     idx = _level_positions(tuple(levels), tuple(wires), n, str(state.device))

@@ -114,6 +114,9 @@ def _load():
     for name in ("tql_gate_2x2_c64", "tql_gate_2x2_c128"):
         getattr(lib, name).argtypes = [vp, vp, i64, i64, vp, i64, i64, cint]
         getattr(lib, name).restype = cint
+    for name in ("tql_gate_4x4_c64", "tql_gate_4x4_c128"):
+        getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, i64, cint]
+        getattr(lib, name).restype = None
     for name in ("tql_program_c64", "tql_program_c128"):
         getattr(lib, name).argtypes = [vp, i64, vp, i64, i64, i64, vp, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp,
                                        cint]
@@ -188,13 +191,30 @@ def apply_2x2(state: torch.Tensor, matrix: torch.Tensor, wire: int, n: int, cont
     per = 0 if matrix.dim() == 2 else 2 ** n
     if _kernel("tql_gate_2x2", state.dtype)(state.data_ptr(), out.data_ptr(), state.numel(), n - 1 - wire,
                                             m.data_ptr(), per, cmask, torch.get_num_threads()):
-        return out          # the programs' vector bodies (AVX2)
-    if cmask:
-        return None         # the portable kernel has no controls: the torch path runs
+        return out          # the programs' vector bodies (AVX2); a controlled gate always
     L, R = 2 ** wire, 2 ** (n - wire - 1)
     shift = -1 if matrix.dim() == 2 else wire       # per sample: one matrix per 2^wire blocks
     fn = _kernel("tql_apply_2x2", state.dtype)
     fn(state.data_ptr(), out.data_ptr(), B * L, R, m.data_ptr(), shift, torch.get_num_threads())
+    return out
+
+
+def apply_4x4(state: torch.Tensor, matrix: torch.Tensor, wires, n: int):
+    """``matrix`` ((4, 4) shared or (B, 4, 4) per sample) on two wires ``wires[0] < wires[1]``
+    (its first wire the more significant bit of its index), or None where not usable."""
+    B = state.shape[0]
+    if not _usable(state, matrix) or matrix.dtype != state.dtype:
+        return None
+    if matrix.dim() == 3:
+        if matrix.shape[0] == 1:
+            matrix = matrix[0]
+        elif matrix.shape[0] != B:
+            return None
+    m = matrix if matrix.is_contiguous() and not matrix.is_conj() else matrix.resolve_conj().contiguous()
+    out = torch.empty_like(state)
+    _kernel("tql_gate_4x4", state.dtype)(state.data_ptr(), out.data_ptr(), state.numel(), n - 1 - wires[0],
+                                         n - 1 - wires[1], m.data_ptr(), 0 if m.dim() == 2 else 2 ** n,
+                                         torch.get_num_threads())
     return out
 
 

@@ -401,8 +401,9 @@ DEF_DIAG_KERNELS(f64, double)
  * threads when there are enough of them. `cmask` (index bits, 0: none) makes it a controlled
  * gate: amplitudes whose index lacks any of those bits are copied; the bits inside a register
  * give its lanes the identity's coefficients, those above it pick copy or gate per register.
- * Returns 0 (nothing done) without AVX2, or where a register would hold amplitudes of two
- * samples or run past the end (tiny states); the caller's portable kernel runs then.
+ * Without AVX2, or where a register would hold amplitudes of two samples or run past the end (tiny
+ * states), a controlled gate is a copy and the programs' scalar loop; an uncontrolled one returns
+ * 0 (nothing done) for the caller's portable kernel.
  * A step of the pair loop is one cache line of each half; for runs of up to 4 KiB, which
  * alternate between the halves, the lines two blocks on are prefetched, the output's for writing
  * (0.5-4 KiB runs took 1.6-1.9 clones without at 2^20 complex64: the hardware prefetcher loses
@@ -481,20 +482,139 @@ static inline void NAME##_span(const T *restrict in, T *restrict out, int64_t le
 int NAME(const T *restrict in, T *restrict out, int64_t len, int64_t bit, const T *restrict m, int64_t per, \
          int64_t cmask, int nthreads) { \
     VECTOR_CODE( \
-    if (per ? per < LANES_##SUF : len % LANES_##SUF) return 0;   /* registers would straddle samples or the end */ \
-    if (!per) { NAME##_span(in, out, len, bit, m, cmask, nthreads); return 1; } \
-    const int64_t samples = len / per; \
-    if (samples >= nthreads && nthreads > 1 && len >= 32768) { \
-        _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
-        for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, bit, m + 8 * b, cmask, 1); \
-    } else \
-        for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, bit, m + 8 * b, cmask, nthreads); \
-    return 1; ) \
-    (void)in; (void)out; (void)len; (void)bit; (void)m; (void)per; (void)cmask; (void)nthreads; \
-    return 0; \
+    if (!(per ? per < LANES_##SUF : len % LANES_##SUF)) {   /* else registers would straddle samples or the end */ \
+        if (!per) { NAME##_span(in, out, len, bit, m, cmask, nthreads); return 1; } \
+        const int64_t samples = len / per; \
+        if (samples >= nthreads && nthreads > 1 && len >= 32768) { \
+            _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
+            for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, bit, m + 8 * b, cmask, 1); \
+        } else \
+            for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, bit, m + 8 * b, cmask, nthreads); \
+        return 1; \
+    } ) \
+    (void)nthreads; \
+    if (!cmask) return 0; \
+    /* controlled, without the vector bodies: a copy, then the scalar gate in place where the controls are set */ \
+    memcpy(out, in, 2 * (size_t)len * sizeof(T)); \
+    if (!per) gate_scalar_##SUF(out, len, (int)bit, m, cmask); \
+    else for (int64_t b = 0; b < len / per; ++b) gate_scalar_##SUF(out + 2 * per * b, per, (int)bit, m + 8 * b, cmask); \
+    return 1; \
 }
 DEF_GATE(tql_gate_2x2_c64, float, f32)
 DEF_GATE(tql_gate_2x2_c128, double, f64)
+
+/* One 4 x 4 gate on index bits hi > lo, out of place: each quad (the four amplitudes that differ
+ * in those bits; local index 2 b_hi + b_lo) becomes M times itself. m: (4, 4) complex, row-major,
+ * interleaved; one per sample (m + 32 b on amplitudes [b per, (b + 1) per)) when per > 0. With AVX2:
+ * lo above the register bits, four whole registers per step (one per member of the quad, the
+ * matrix entries broadcast); lo inside a register and hi above it, two registers and their
+ * lane-partner permutations, each lane with its own entries; both inside (complex64, the last two
+ * wires), one register per quad and its three lane permutations. Without AVX2, or for spans
+ * shorter than a register, a plain loop over quads. Threads split the quads, or the samples when
+ * there are enough. (A dense two-wire gate went through an einsum or a transpose of every axis:
+ * 5-47 clones at 2^20 amplitudes.) */
+#define QUAD_BASE(q, lo, hi) insert_zero(insert_zero((q), (lo)), (hi))
+static inline int64_t insert_zero(int64_t v, int64_t bit) {
+    return ((v >> bit) << (bit + 1)) | (v & (((int64_t)1 << bit) - 1));
+}
+#define QUAD_SCALAR(T) { \
+    const int64_t r = QUAD_BASE(q, lo, hi); \
+    const int64_t at[4] = {r, r + slo, r + shi, r + shi + slo}; \
+    T xr[4], xi[4]; \
+    for (int j = 0; j < 4; ++j) { xr[j] = in[2 * at[j]]; xi[j] = in[2 * at[j] + 1]; } \
+    for (int i = 0; i < 4; ++i) { \
+        T yr = 0, yi = 0; \
+        for (int j = 0; j < 4; ++j) { \
+            const T ar = m[8 * i + 2 * j], ai = m[8 * i + 2 * j + 1]; \
+            yr += ar * xr[j] - ai * xi[j]; yi += ar * xi[j] + ai * xr[j]; \
+        } \
+        out[2 * at[i]] = yr; out[2 * at[i] + 1] = yi; \
+    } }
+#define QUAD_VECTOR(SUF) { \
+    const int64_t r = QUAD_BASE(q, lo, hi); \
+    const VEC_##SUF X0 = LOAD_##SUF(in + 2 * r), X1 = LOAD_##SUF(in + 2 * (r + slo)); \
+    const VEC_##SUF X2 = LOAD_##SUF(in + 2 * (r + shi)), X3 = LOAD_##SUF(in + 2 * (r + shi + slo)); \
+    const VEC_##SUF S0 = SWAP_##SUF(X0), S1 = SWAP_##SUF(X1), S2 = SWAP_##SUF(X2), S3 = SWAP_##SUF(X3); \
+    const int64_t at[4] = {r, r + slo, r + shi, r + shi + slo}; \
+    for (int i = 0; i < 4; ++i) { \
+        const VEC_##SUF *e = E + 8 * i; \
+        VEC_##SUF im = MUL_##SUF(e[1], S0); \
+        im = FMA_##SUF(e[3], S1, im); im = FMA_##SUF(e[5], S2, im); im = FMA_##SUF(e[7], S3, im); \
+        VEC_##SUF re = MUL_##SUF(e[2], X1); \
+        re = FMA_##SUF(e[4], X2, re); re = FMA_##SUF(e[6], X3, re); \
+        STORE_##SUF(out + 2 * at[i], ADD_##SUF(FMADDSUB_##SUF(e[0], X0, im), re)); \
+    } }
+/* sum over terms t of coefficient (lane-varying re, im) times V_t, as addsub(sum re V, sum im swap V) */
+#define LANE_TERM(SUF, R, I, CR, CI, V) R = FMA_##SUF(CR, V, R); I = FMA_##SUF(CI, SWAP_##SUF(V), I);
+#define QUAD_HALF_LANES(SUF) { \
+    const int64_t r = insert_zero(p, hi); \
+    const VEC_##SUF X = LOAD_##SUF(in + 2 * r), Y = LOAD_##SUF(in + 2 * (r + shi)); \
+    const VEC_##SUF V[4] = {X, NEAR_##SUF(X, lo), Y, NEAR_##SUF(Y, lo)}; \
+    for (int h = 0; h < 2; ++h) { \
+        VEC_##SUF re = ZERO_##SUF(), im = ZERO_##SUF(); \
+        for (int t = 0; t < 4; ++t) { LANE_TERM(SUF, re, im, C[h][t][0], C[h][t][1], V[t]) } \
+        STORE_##SUF(out + 2 * (r + h * shi), ADDSUB_##SUF(re, im)); \
+    } }
+#define QUAD_IN_LANES(SUF) { \
+    const VEC_##SUF X = LOAD_##SUF(in + 2 * i), X1 = NEAR_##SUF(X, 0); \
+    const VEC_##SUF V[4] = {X, X1, NEAR_##SUF(X, 1), NEAR_##SUF(X1, 1)}; \
+    VEC_##SUF re = ZERO_##SUF(), im = ZERO_##SUF(); \
+    for (int t = 0; t < 4; ++t) { LANE_TERM(SUF, re, im, C[0][t][0], C[0][t][1], V[t]) } \
+    STORE_##SUF(out + 2 * i, ADDSUB_##SUF(re, im)); }
+#define DEF_GATE4(NAME, T, SUF) \
+/* C[h][t]: (re, im) per lane of term t of output half h: lo inside the register, hi above it (terms: */ \
+/* own X, partner X, own Y, partner Y; X the hi = 0 register) or both inside (h = 0; terms: lane l ^ t) */ \
+VECTOR_CODE( \
+static void NAME##_lane_entries(const T *m, int64_t hi, int64_t lo, VEC_##SUF C[2][4][2]) { \
+    T c[2 * LANES_##SUF]; \
+    for (int h = 0; h < 2; ++h) \
+        for (int t = 0; t < 4; ++t) \
+            for (int part = 0; part < 2; ++part) { \
+                for (int l = 0; l < LANES_##SUF; ++l) { \
+                    int row, col; \
+                    if (hi >= LOG_LANES_##SUF) { \
+                        const int a = (l >> lo) & 1; \
+                        row = 2 * h + a; col = (t >> 1) * 2 + (a ^ (t & 1)); \
+                    } else { \
+                        row = l; col = l ^ t; \
+                    } \
+                    c[2 * l] = c[2 * l + 1] = m[8 * row + 2 * col + part]; \
+                } \
+                C[h][t][part] = LOAD_##SUF(c); \
+            } \
+} ) \
+static void NAME##_span(const T *restrict in, T *restrict out, int64_t len, int64_t hi, int64_t lo, const T *restrict m, \
+                        int nthreads) { \
+    const int64_t slo = (int64_t)1 << lo, shi = (int64_t)1 << hi, quads = len / 4; \
+    const int parallel = nthreads > 1 && len >= 32768; \
+    VECTOR_CODE( \
+    if (lo >= LOG_LANES_##SUF) { \
+        VEC_##SUF E[32]; \
+        for (int k = 0; k < 32; ++k) E[k] = SET1_##SUF(m[k]); \
+        GATE_LOOP(q, quads, LANES_##SUF, QUAD_VECTOR(SUF)) \
+        return; \
+    } \
+    if (len >= LANES_##SUF) { \
+        VEC_##SUF C[2][4][2]; \
+        NAME##_lane_entries(m, hi, lo, C); \
+        if (hi >= LOG_LANES_##SUF) GATE_LOOP(p, len / 2, LANES_##SUF, QUAD_HALF_LANES(SUF)) \
+        else GATE_LOOP(i, len, LANES_##SUF, QUAD_IN_LANES(SUF)) \
+        return; \
+    } ) \
+    GATE_LOOP(q, quads, 1, QUAD_SCALAR(T)) \
+} \
+void NAME(const T *restrict in, T *restrict out, int64_t len, int64_t hi, int64_t lo, const T *restrict m, int64_t per, \
+          int nthreads) { \
+    if (!per) { NAME##_span(in, out, len, hi, lo, m, nthreads); return; } \
+    const int64_t samples = len / per; \
+    if (samples >= nthreads && nthreads > 1 && len >= 32768) { \
+        _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
+        for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, hi, lo, m + 32 * b, 1); \
+    } else \
+        for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, hi, lo, m + 32 * b, nthreads); \
+}
+DEF_GATE4(tql_gate_4x4_c64, float, f32)
+DEF_GATE4(tql_gate_4x4_c128, double, f64)
 
 /* the first op whose slot gradient is asked for (n_code when none): the sweeps stop there */
 static int64_t first_gram_op(const int64_t *code, int64_t n_code, int shared, int own) {

@@ -45,7 +45,8 @@ def calls(n, B, dtype):
            "RY per sample": lambda: G.RY.apply(state, (per,), (n - 1,), n),
            "CNOT": lambda: G.CNOT.apply(state, (), (0, n - 1), n),
            "CRX": lambda: G.CRX.apply(state, (theta,), (0, n - 1), n),
-           "RZZ": lambda: G.RZZ.apply(state, (theta,), (0, n - 1), n)}
+           "RZZ": lambda: G.RZZ.apply(state, (theta,), (0, n - 1), n),
+           "RXX": lambda: G.RXX.apply(state, (theta,), (0, n - 1), n)}
     if n >= 3:
         ops["TOFFOLI"] = lambda: G.TOFFOLI.apply(state, (), (0, 1, n - 1), n)
     clone = best_of(lambda: state.clone())

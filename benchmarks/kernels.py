@@ -1,5 +1,5 @@
-"""Kernel benchmark (issue 2): single gates (a 1-qubit rotation, CNOT, RZZ, a controlled rotation) and a
-layered circuit, as ratios to ``torch.clone``.
+"""Kernel benchmark (issue 2): single gates (a 1-qubit rotation, CNOT, RZZ, a controlled rotation, a dense
+two-wire RXX) and a layered circuit, as ratios to ``torch.clone``.
 
     python benchmarks/kernels.py [--nmin 16] [--nmax 24] [--dtypes c64,c128] [--fuse-widths 2,3,4,5]
 
@@ -54,6 +54,9 @@ def bench(n, dtype, device, widths, rounds):
     # a controlled block: only the controls=1 half changes (control and target far apart, both ways, and adjacent)
     cry_pairs = [(0, n - 1), (n - 1, 0), (n // 2, n // 2 + 1)]
     cry = [ratio(lambda a=a, b=b: G.CRY.apply(state, (theta,), (a, b), n)) for a, b in cry_pairs]
+    # a dense two-wire gate: far apart (the lower bit inside a register), adjacent in the middle, the last two
+    rxx_pairs = [(0, n - 1), (n // 2, n // 2 + 1), (n - 2, n - 1)]
+    rxx = [ratio(lambda a=a, b=b: G.RXX.apply(state, (theta,), (a, b), n)) for a, b in rxx_pairs]
     gates_per_layer = 2 * n - 1
     layers = {}
     variants = [("unfused", False, None, False)] + [(f"fused k={w}", True, w, False) for w in widths]
@@ -76,7 +79,8 @@ def bench(n, dtype, device, widths, rounds):
            "1q max (wire)": f"{max(one_q):.2f} ({wires_1q[one_q.index(max(one_q))]})",
            "CNOT max (pair)": "{:.2f} ({},{})".format(max(cnot), *pairs[cnot.index(max(cnot))]),
            "RZZ max": f"{max(rzz):.2f}",
-           "CRY max (pair)": "{:.2f} ({},{})".format(max(cry), *cry_pairs[cry.index(max(cry))])}
+           "CRY max (pair)": "{:.2f} ({},{})".format(max(cry), *cry_pairs[cry.index(max(cry))]),
+           "RXX max (pair)": "{:.2f} ({},{})".format(max(rxx), *rxx_pairs[rxx.index(max(rxx))])}
     for k, v in layers.items():
         row[f"layer/gate {k}"] = f"{v:.2f}"
     if torch.device(device).type == "cuda":

@@ -532,6 +532,13 @@ static inline int64_t insert_zero(int64_t v, int64_t bit) {
     } }
 #define QUAD_VECTOR(SUF) { \
     const int64_t r = QUAD_BASE(q, lo, hi); \
+    if (prefetch && !(q & line_mask)) { \
+        const int64_t f = r + ahead; \
+        __builtin_prefetch(in + 2 * f, 0, 3); __builtin_prefetch(in + 2 * (f + slo), 0, 3); \
+        __builtin_prefetch(in + 2 * (f + shi), 0, 3); __builtin_prefetch(in + 2 * (f + shi + slo), 0, 3); \
+        __builtin_prefetch(out + 2 * f, 1, 3); __builtin_prefetch(out + 2 * (f + slo), 1, 3); \
+        __builtin_prefetch(out + 2 * (f + shi), 1, 3); __builtin_prefetch(out + 2 * (f + shi + slo), 1, 3); \
+    } \
     const VEC_##SUF X0 = LOAD_##SUF(in + 2 * r), X1 = LOAD_##SUF(in + 2 * (r + slo)); \
     const VEC_##SUF X2 = LOAD_##SUF(in + 2 * (r + shi)), X3 = LOAD_##SUF(in + 2 * (r + shi + slo)); \
     const VEC_##SUF S0 = SWAP_##SUF(X0), S1 = SWAP_##SUF(X1), S2 = SWAP_##SUF(X2), S3 = SWAP_##SUF(X3); \
@@ -591,6 +598,9 @@ static void NAME##_span(const T *restrict in, T *restrict out, int64_t len, int6
     if (lo >= LOG_LANES_##SUF) { \
         VEC_##SUF E[32]; \
         for (int k = 0; k < 32; ++k) E[k] = SET1_##SUF(m[k]); \
+        /* runs of up to 4 KiB: the lines two lo-blocks on prefetched, once per line (as the 2 x 2 kernel) */ \
+        const int prefetch = slo * (int64_t)sizeof(T) <= 2048; \
+        const int64_t ahead = 4 * slo, line_mask = 64 / (2 * (int64_t)sizeof(T)) - 1; \
         GATE_LOOP(q, quads, LANES_##SUF, QUAD_VECTOR(SUF)) \
         return; \
     } \

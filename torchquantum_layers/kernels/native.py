@@ -172,45 +172,46 @@ def _usable(state: torch.Tensor, *operands) -> bool:
     return library() is not None
 
 
-def apply_2x2(state: torch.Tensor, matrix: torch.Tensor, wire: int, n: int, controls=()):
-    """``matrix`` ((2, 2) shared or (B, 2, 2) per sample) on ``wire``, or None where not usable.
-    With ``controls`` (wires) it acts only where all of them are 1 and copies the rest."""
-    B = state.shape[0]
+def _gate_operand(state: torch.Tensor, matrix: torch.Tensor):
+    """The matrix as the kernels read it — shared (d, d) or one per sample (B, d, d), contiguous,
+    unconjugated — or None where the native kernels do not apply."""
     if not _usable(state, matrix) or matrix.dtype != state.dtype:
         return None
     if matrix.dim() == 3:
         if matrix.shape[0] == 1:
             matrix = matrix[0]
-        elif matrix.shape[0] != B:
+        elif matrix.shape[0] != state.shape[0]:
             return None
-    m = matrix if matrix.is_contiguous() and not matrix.is_conj() else matrix.resolve_conj().contiguous()
+    return matrix if matrix.is_contiguous() and not matrix.is_conj() else matrix.resolve_conj().contiguous()
+
+
+def apply_2x2(state: torch.Tensor, matrix: torch.Tensor, wire: int, n: int, controls=()):
+    """``matrix`` ((2, 2) shared or (B, 2, 2) per sample) on ``wire``, or None where not usable.
+    With ``controls`` (wires) it acts only where all of them are 1 and copies the rest."""
+    m = _gate_operand(state, matrix)
+    if m is None:
+        return None
     cmask = 0
     for c in controls:
         cmask |= 1 << (n - 1 - c)
     out = torch.empty_like(state)
-    per = 0 if matrix.dim() == 2 else 2 ** n
+    per = 0 if m.dim() == 2 else 2 ** n
     if _kernel("tql_gate_2x2", state.dtype)(state.data_ptr(), out.data_ptr(), state.numel(), n - 1 - wire,
                                             m.data_ptr(), per, cmask, torch.get_num_threads()):
         return out          # the programs' vector bodies (AVX2); a controlled gate always
     L, R = 2 ** wire, 2 ** (n - wire - 1)
-    shift = -1 if matrix.dim() == 2 else wire       # per sample: one matrix per 2^wire blocks
+    shift = -1 if m.dim() == 2 else wire       # per sample: one matrix per 2^wire blocks
     fn = _kernel("tql_apply_2x2", state.dtype)
-    fn(state.data_ptr(), out.data_ptr(), B * L, R, m.data_ptr(), shift, torch.get_num_threads())
+    fn(state.data_ptr(), out.data_ptr(), state.shape[0] * L, R, m.data_ptr(), shift, torch.get_num_threads())
     return out
 
 
 def apply_4x4(state: torch.Tensor, matrix: torch.Tensor, wires, n: int):
     """``matrix`` ((4, 4) shared or (B, 4, 4) per sample) on two wires ``wires[0] < wires[1]``
     (its first wire the more significant bit of its index), or None where not usable."""
-    B = state.shape[0]
-    if not _usable(state, matrix) or matrix.dtype != state.dtype:
+    m = _gate_operand(state, matrix)
+    if m is None:
         return None
-    if matrix.dim() == 3:
-        if matrix.shape[0] == 1:
-            matrix = matrix[0]
-        elif matrix.shape[0] != B:
-            return None
-    m = matrix if matrix.is_contiguous() and not matrix.is_conj() else matrix.resolve_conj().contiguous()
     out = torch.empty_like(state)
     _kernel("tql_gate_4x4", state.dtype)(state.data_ptr(), out.data_ptr(), state.numel(), n - 1 - wires[0],
                                          n - 1 - wires[1], m.data_ptr(), 0 if m.dim() == 2 else 2 ** n,

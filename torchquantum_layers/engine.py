@@ -28,6 +28,11 @@ from .kernels import program as programs
 
 # Measured on the 2-core CPU (benchmarks/kernels.py, benchmarks/layers.py): see RESULTS.md.
 DEFAULT_MAX_FUSED_WIRES = 4
+# Beside local programs (the CPU engine) the ops left over are dense multi-wire gates, which the
+# native 4 x 4 kernel applies in one pass each: 2-wire blocks beat 3- and 4-wire GEMMs there
+# (a ring of RXX on 20 qubits: 1.0-1.6 against 1.8-2.5 clones per gate; ISWAP 0.9-1.3 against
+# 1.8-2.0; 12-16 qubits: 2-3.5 x), wider gates still get blocks as wide as they are.
+PROGRAM_MAX_FUSED_WIRES = 2
 MAX_PERMUTATION_SPAN = 20
 # Off: every circuit takes the fused-block engine (the tests run both; see uses_programs).
 USE_PROGRAMS = True
@@ -101,8 +106,9 @@ def build_plan(circuit, fuse=None, max_fused_wires=None, layout=False, zero_star
     controlled single-target gates) become ``"program"`` steps (see :func:`uses_programs`); the
     other ops are fused into blocks in canonical order."""
     fuse = circuit.fuse if fuse is None else fuse
-    k = max_fused_wires or circuit.max_fused_wires or DEFAULT_MAX_FUSED_WIRES
     local_programs = local_programs and fuse
+    k = max_fused_wires or circuit.max_fused_wires or (PROGRAM_MAX_FUSED_WIRES if local_programs
+                                                       else DEFAULT_MAX_FUSED_WIRES)
     key = (fuse, k, layout, zero_start, local_programs and programs.local_bits(circuit.dtype))
     if circuit._plan_cache is None or circuit._plan_cache.get("n_ops") != len(circuit.ops):
         circuit._plan_cache = {"n_ops": len(circuit.ops)}

@@ -431,13 +431,16 @@ def apply_two_level_unchecked(state, block, levels, wires, n, keep_rest=True):
     """
     batched = block.dim() == 3
     if len(wires) == 2 and native._usable(state, block):
-        # on two wires the 4 x 4 matrix in one pass beats the gather, product, clone and scatter
+        # on two wires the 4 x 4 matrix in one pass beats the gather, product, clone and scatter;
+        # wires in descending order swap the bits of each level instead of the matrix's axes
+        if wires[0] > wires[1]:
+            wires, levels = wires[::-1], tuple(((lv & 1) << 1) | (lv >> 1) for lv in levels)
         base, at = _two_level_frame(tuple(levels), keep_rest, block.dtype)
         lead = block.shape[:-2]
         full = base.expand(*lead, 16).clone().index_copy_(-1, at, block.reshape(*lead, 4))
-        fast = apply_matrix_unchecked(state, full.reshape(*lead, 4, 4), wires, n)
+        fast = native.apply_4x4(state, full.reshape(*lead, 4, 4), tuple(wires), n)
         if fast is not None:
-            return fast
+            return fast     # else (dtype or batch the kernel does not take) the gather below
     state = _broadcast_batch(state, block, batched)
     B = state.shape[0]
     idx = _level_positions(tuple(levels), tuple(wires), n, str(state.device))

@@ -441,6 +441,15 @@ DEF_DIAG_KERNELS(f64, double)
         for (int64_t I = 0; I < (END); I += (INC)) BODY \
     } else \
         for (int64_t I = 0; I < (END); I += (INC)) BODY }
+/* CALL on each sample b of `per` amplitudes with nt threads: the samples split among the threads
+ * when there are enough of them (nt = 1 each), else one after another with all of them */
+#define FOR_SAMPLES(CALL) { \
+    const int64_t samples = len / per; \
+    if (samples >= nthreads && nthreads > 1 && len >= 32768) { \
+        _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
+        for (int64_t b = 0; b < samples; ++b) { const int nt = 1; CALL; } \
+    } else \
+        for (int64_t b = 0; b < samples; ++b) { const int nt = nthreads; CALL; } }
 #define DEF_GATE(NAME, T, SUF) \
 /* lane l of a register gets m's entry when its index has the control bits `low`, else the */ \
 /* identity's: coefs[k] (2 LANES) holds entry k / 2's re (k even) or im in both halves of a lane */ \
@@ -484,12 +493,7 @@ int NAME(const T *restrict in, T *restrict out, int64_t len, int64_t bit, const 
     VECTOR_CODE( \
     if (!(per ? per < LANES_##SUF : len % LANES_##SUF)) {   /* else registers would straddle samples or the end */ \
         if (!per) { NAME##_span(in, out, len, bit, m, cmask, nthreads); return 1; } \
-        const int64_t samples = len / per; \
-        if (samples >= nthreads && nthreads > 1 && len >= 32768) { \
-            _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
-            for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, bit, m + 8 * b, cmask, 1); \
-        } else \
-            for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, bit, m + 8 * b, cmask, nthreads); \
+        FOR_SAMPLES(NAME##_span(in + 2 * per * b, out + 2 * per * b, per, bit, m + 8 * b, cmask, nt)) \
         return 1; \
     } ) \
     (void)nthreads; \
@@ -616,12 +620,7 @@ static void NAME##_span(const T *restrict in, T *restrict out, int64_t len, int6
 void NAME(const T *restrict in, T *restrict out, int64_t len, int64_t hi, int64_t lo, const T *restrict m, int64_t per, \
           int nthreads) { \
     if (!per) { NAME##_span(in, out, len, hi, lo, m, nthreads); return; } \
-    const int64_t samples = len / per; \
-    if (samples >= nthreads && nthreads > 1 && len >= 32768) { \
-        _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
-        for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, hi, lo, m + 32 * b, 1); \
-    } else \
-        for (int64_t b = 0; b < samples; ++b) NAME##_span(in + 2 * per * b, out + 2 * per * b, per, hi, lo, m + 32 * b, nthreads); \
+    FOR_SAMPLES(NAME##_span(in + 2 * per * b, out + 2 * per * b, per, hi, lo, m + 32 * b, nt)) \
 }
 DEF_GATE4(tql_gate_4x4_c64, float, f32)
 DEF_GATE4(tql_gate_4x4_c128, double, f64)

@@ -191,9 +191,7 @@ def apply_2x2(state: torch.Tensor, matrix: torch.Tensor, wire: int, n: int, cont
     m = _gate_operand(state, matrix)
     if m is None:
         return None
-    cmask = 0
-    for c in controls:
-        cmask |= 1 << (n - 1 - c)
+    cmask = sum(1 << (n - 1 - c) for c in controls)      # as program.py writes a controlled slot's
     out = torch.empty_like(state)
     per = 0 if m.dim() == 2 else 2 ** n
     if _kernel("tql_gate_2x2", state.dtype)(state.data_ptr(), out.data_ptr(), state.numel(), n - 1 - wire,

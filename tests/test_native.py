@@ -127,6 +127,81 @@ def test_4x4_on_two_wires_matches_numpy(wires, per_sample, dtype, atol):
         np.testing.assert_allclose(_np(out), want, atol=atol)
 
 
+def _on_levels(u, levels, k, keep_rest, n_controls=0):
+    """The dense operator on (controls + wires) of a matrix acting on ``levels`` of k wires: the
+    identity (``keep_rest``) or zero on every other level and wherever a control is 0."""
+    d = 2 ** k
+    full = np.eye(d, dtype=complex) if keep_rest else np.zeros((d, d), complex)
+    full[np.ix_(levels, levels)] = u
+    if not n_controls:
+        return full
+    big = np.eye(d << n_controls, dtype=complex) if keep_rest else np.zeros((d << n_controls,) * 2, complex)
+    big[-d:, -d:] = full
+    return big
+
+
+def _tensordot_apply(psi, u, wires, n):
+    """u on ``wires`` of one 2^n state: NumPy's tensordot over the wires' axes of the (2,)*n view."""
+    k = len(wires)
+    out = np.tensordot(u.reshape([2] * (2 * k)), psi.reshape([2] * n), axes=(list(range(k, 2 * k)), list(wires)))
+    return np.moveaxis(out, list(range(k)), list(wires)).reshape(-1)
+
+
+# (wires in the matrix's order, levels (None: all), controls, per sample, keep the rest)
+LEVEL_CASES = [
+    ((0, 6, 12), None, (), False, True),             # the last wire among them: positions gathered
+    ((2, 5, 9), None, (), True, True),               # every bit above a register: whole registers
+    ((9, 2, 5, 0), None, (), False, True),           # descending and mixed order, 4 wires
+    ((0, 4, 8, 12), (3, 12), (), True, True),        # DoubleExcitation's levels
+    ((1, 3, 5, 7), (3, 12), (), False, False),       # ... its generator: zero off the levels
+    ((11, 4), None, (12,), False, True),             # a control on the last wire
+    ((3, 7, 10), None, (0, 12), True, False),        # two controls, zeroed where they are 0
+    ((1, 6, 10), (0, 2, 3, 5, 7), (), False, True),  # five levels: a register of rows half used
+    ((0, 2, 4, 8, 12), None, (), False, True),       # 32 levels: rows in blocks of registers
+    ((1, 3, 5, 7, 9, 11), None, (), True, True),     # 64 levels, the largest
+]
+
+
+@needs_native
+@pytest.mark.parametrize("wires, levels, controls, per_sample, keep_rest", LEVEL_CASES)
+def test_levels_kernel_matches_numpy(wires, levels, controls, per_sample, keep_rest, dtype, atol):
+    """levels.c: a matrix on some (or all) local levels of any wires in any order, controls on
+    other wires, the rest copied or zeroed; 4 samples of 2^13, one and two threads, shared and
+    per-sample matrices. Reference: the dense operator built around it, applied by NumPy's tensordot."""
+    n, B, k = 13, 4, len(wires)
+    lv = list(range(2 ** k)) if levels is None else list(levels)
+    rng = np.random.default_rng(sum(wires) + 7 * len(lv))
+    psi = oracle.random_state(n, rng, batch=B)
+    u = oracle.random_unitaries(B, len(lv), rng) if per_sample else np.repeat(oracle.random_unitary(len(lv), rng)[None], B, 0)
+    want = np.stack([_tensordot_apply(psi[b], _on_levels(u[b], lv, k, keep_rest, len(controls)),
+                                      list(controls) + list(wires), n) for b in range(B)])
+    matrix = torch.as_tensor(u if per_sample else u[0], dtype=dtype)
+    for threads in (1, 2):
+        with tql.runtime.torch_threads(threads):
+            out = native.apply_levels(torch.as_tensor(psi, dtype=dtype), matrix, wires, n, levels=levels,
+                                      controls=controls, keep_rest=keep_rest)
+        assert out is not None
+        np.testing.assert_allclose(_np(out), want, atol=atol * 4)
+
+
+@needs_native
+def test_levels_kernel_declines_what_it_does_not_take(dtype):
+    """More levels than LEVELS_MAX_MATRIX (a dense 7-wire gate) or a state the kernels do not read:
+    None, and the callers' torch paths run (checked against NumPy)."""
+    n = 9
+    rng = np.random.default_rng(5)
+    psi = oracle.random_state(n, rng, batch=2)
+    u = oracle.random_unitary(2 ** 7, rng)
+    t, m = torch.as_tensor(psi, dtype=dtype), torch.as_tensor(u, dtype=dtype)
+    wires = (0, 1, 3, 4, 5, 6, 8)
+    assert native.apply_levels(t, m, wires, n) is None
+    assert native.apply_levels(t.to(torch.complex128 if dtype == torch.complex64 else torch.complex64),
+                               m, wires, n) is None
+    want = np.stack([oracle.apply_dense(psi[b], u, list(wires), n) for b in range(2)])
+    tol = 1e-4 if dtype == torch.complex64 else 1e-10
+    np.testing.assert_allclose(_np(A.apply_matrix(t, m, wires)), want, atol=tol)
+
+
 @pytest.fixture(scope="module")
 def portable_library(tmp_path_factory):
     """The library built with AVX off: the plain-C bodies a CPU without AVX2 runs."""
@@ -144,8 +219,9 @@ def portable_library(tmp_path_factory):
 @needs_native
 def test_plain_c_bodies_without_avx2(portable_library, monkeypatch, dtype, atol):
     """Without AVX2: the 4 x 4 quad loop (wires far apart, adjacent, the last two), controlled
-    gates as a copy and the scalar loop, the portable 2 x 2 kernel (shared and per sample), against
-    NumPy on 3 samples of 6 qubits."""
+    gates as a copy and the scalar loop, the portable 2 x 2 kernel (shared and per sample), the
+    levels kernel's scalar product (dense, and two levels with a control, zeroed), against NumPy
+    on 3 samples of 6 qubits."""
     monkeypatch.setitem(native._state, "lib", portable_library)
     n, B = 6, 3
     rng = np.random.default_rng(11)
@@ -160,6 +236,15 @@ def test_plain_c_bodies_without_avx2(portable_library, monkeypatch, dtype, atol)
         want = np.stack([oracle.apply_dense(psi[b], oracle.controlled_matrix(u[b], len(controls)),
                                             list(controls) + [target], n) for b in range(B)])
         out = native.apply_2x2(t, torch.as_tensor(u if per_sample else u[0], dtype=dtype), target, n, controls)
+        np.testing.assert_allclose(_np(out), want, atol=atol)
+    for wires, levels, controls, keep_rest in (((5, 0, 3), None, (), True), ((1, 2, 4, 5), (3, 12), (0,), False)):
+        k = len(wires)
+        lv = list(range(2 ** k)) if levels is None else list(levels)
+        u = oracle.random_unitaries(B, len(lv), rng)
+        want = np.stack([oracle.apply_dense(psi[b], _on_levels(u[b], lv, k, keep_rest, len(controls)),
+                                            list(controls) + list(wires), n) for b in range(B)])
+        out = native.apply_levels(t, torch.as_tensor(u, dtype=dtype), wires, n, levels=levels, controls=controls,
+                                  keep_rest=keep_rest)
         np.testing.assert_allclose(_np(out), want, atol=atol)
 
 

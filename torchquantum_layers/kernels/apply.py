@@ -2,7 +2,9 @@
 
 Kernels see only (matrix, wires): never a gate name. None of them permutes all n axes
 on the common paths: a block of contiguous wires is viewed as ``(B*L, d, R)`` and hit with one
-GEMM, diagonals are one broadcast multiply, permutations one gather.
+GEMM, diagonals are one broadcast multiply, permutations one gather; on the CPU a gate on up to 6
+scattered wires is one pass of levels.c. Only the torch fallback for scattered wires (autograd
+recording, CUDA, more than 6 wires) moves their axes together and back.
 """
 from __future__ import annotations
 
@@ -174,6 +176,13 @@ def apply_matrix_unchecked(state, matrix, wires, n):
         fast = native.apply_4x4(state, matrix, sw, n)
         if fast is not None:
             return fast         # one pass on any two wires (the einsum / transposes: 5-47 clones)
+    elif k <= native.LEVELS_MAX_DENSE_WIRES and sw[-1] - sw[0] + 1 != k:
+        # scattered wires in one pass (the span's widened GEMM or the transpose of every axis: 16-126
+        # clones at 2^20 for 3-6 wires, 2.2-13 natively); contiguous ones keep the GEMM (MKL's
+        # blocked products beat it there: 3.2-7.2 vs 2.3-7.5)
+        fast = native.apply_levels(state, matrix, sw, n)
+        if fast is not None:
+            return fast
     if sw[-1] - sw[0] + 1 != k:
         if sw[-1] - sw[0] + 1 <= _MAX_SPAN:
             matrix, sw = expand_to_span(matrix, sw)
@@ -424,13 +433,18 @@ def _two_level_frame(levels, keep_rest, dtype):
 def apply_two_level_unchecked(state, block, levels, wires, n, keep_rest=True):
     """A ``(2, 2)`` or ``(B, 2, 2)`` block acting on two local basis states of ``wires`` only.
 
-    Givens rotations (the chemistry excitations) touch 2 of the 2^k local states: a gather of
-    2^(n-k+1) amplitudes, one 2 x 2 product and a scatter back, instead of a dense 2^k x 2^k
-    product. Every other amplitude is kept (``keep_rest``) or zeroed (a generator, which
+    Givens rotations (the chemistry excitations) touch 2 of the 2^k local states: on the CPU one
+    pass of levels.c's kernel (on two wires, of the 4 x 4 one), else a gather of 2^(n-k+1)
+    amplitudes, one 2 x 2 product and a scatter back, instead of a dense 2^k x 2^k product.
+    Every other amplitude is kept (``keep_rest``) or zeroed (a generator, which
     vanishes outside the pair).
     """
     batched = block.dim() == 3
-    if len(wires) == 2 and native._usable(state, block):
+    if len(wires) != 2:
+        fast = native.apply_levels(state, block, wires, n, levels=levels, keep_rest=keep_rest)
+        if fast is not None:
+            return fast         # one pass (the gather, product, clone and scatter: 4-15 clones)
+    elif native._usable(state, block):
         # on two wires the 4 x 4 matrix in one pass beats the gather, product, clone and scatter;
         # wires in descending order swap the bits of each level instead of the matrix's axes
         if wires[0] > wires[1]:
@@ -454,8 +468,10 @@ def apply_controlled_unchecked(state, matrix, controls, targets, n):
     """Apply ``matrix`` on ``targets`` only where every control wire is 1."""
     if len(targets) == 1:
         fast = native.apply_2x2(state, matrix, targets[0], n, controls)
-        if fast is not None:
-            return fast         # one pass: the controls=0 amplitudes copied on the way
+    else:
+        fast = native.apply_levels(state, matrix, targets, n, controls=controls)
+    if fast is not None:
+        return fast             # one pass: the controls=0 amplitudes copied on the way
     batched = matrix.dim() == 3
     state = _broadcast_batch(state, matrix, batched)
     B = state.shape[0]

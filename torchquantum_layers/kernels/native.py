@@ -8,7 +8,9 @@ contiguous states, and no autograd graph to record (inference, the adjoint metho
 parameter-shift) — and the torch kernels stay the fallback and the test reference. The same
 library carries the local-program kernels (program.c, driven by kernels/program.py, which do
 record gradients through their own autograd.Function) and the diagonal-observable kernels;
-simd.h is the vector macro layer both C files share.
+levels.c applies a matrix to some or all local levels of any wires (dense gates on scattered
+wires, Givens rotations, controlled multi-wire gates) in one pass; simd.h is the vector macro
+layer the C files share.
 
 ``TQL_NATIVE=0`` turns it off; ``TQL_CACHE_DIR`` sets where the library is built (default
 ``~/.cache/torchquantum_layers``). :func:`status` says whether it is in use, and why not.
@@ -28,7 +30,7 @@ import threading
 import torch
 
 _HERE = os.path.dirname(__file__)
-_SOURCES = [os.path.join(_HERE, name) for name in ("native.c", "program.c")]
+_SOURCES = [os.path.join(_HERE, name) for name in ("native.c", "program.c", "levels.c")]
 _HEADERS = [os.path.join(_HERE, "simd.h")]
 _FLAGS = ["-O3", "-march=native", "-fopenmp", "-fPIC", "-shared"]
 _lock = threading.Lock()
@@ -38,6 +40,9 @@ _state: dict = {"lib": None, "tried": False, "reason": "not loaded yet"}
 # GEMMs; CRX 80-240 us: a copy, a gather and a scatter). A diagonal below this many amplitudes
 # stays a torch broadcast multiply (27-31 vs 33-53 us at 2^6-2^8: the lane table's gather).
 MIN_DIAGONAL_AMPLITUDES = 2 ** 10
+# Dense gates on up to this many scattered wires take levels.c's kernel (beyond, torch's GEMM on
+# the moved axes: 2^k multiply-adds per amplitude are compute-bound either way)
+LEVELS_MAX_DENSE_WIRES = 6
 
 
 def _cpu_key() -> str:
@@ -117,6 +122,9 @@ def _load():
     for name in ("tql_gate_4x4_c64", "tql_gate_4x4_c128"):
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, i64, cint]
         getattr(lib, name).restype = None
+    for name in ("tql_gate_levels_c64", "tql_gate_levels_c128"):
+        getattr(lib, name).argtypes = [vp, vp, i64, i64, vp, i64, vp, vp, i64, i64, cint, cint]
+        getattr(lib, name).restype = cint
     for name in ("tql_program_c64", "tql_program_c128"):
         getattr(lib, name).argtypes = [vp, i64, vp, i64, i64, i64, vp, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp,
                                        cint]
@@ -214,6 +222,33 @@ def apply_4x4(state: torch.Tensor, matrix: torch.Tensor, wires, n: int):
     _kernel("tql_gate_4x4", state.dtype)(state.data_ptr(), out.data_ptr(), state.numel(), n - 1 - wires[0],
                                          n - 1 - wires[1], m.data_ptr(), 0 if m.dim() == 2 else 2 ** n,
                                          torch.get_num_threads())
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _levels_operands(wires: tuple, levels, n: int):
+    """(index bits of ``wires``, the matrix's levels: all of them when None) as int64 tensors."""
+    bits = torch.tensor([n - 1 - w for w in wires], dtype=torch.int64)
+    return bits, torch.arange(2 ** len(wires)) if levels is None else torch.tensor(levels, dtype=torch.int64)
+
+
+def apply_levels(state: torch.Tensor, matrix: torch.Tensor, wires, n: int, levels=None, controls=(),
+                 keep_rest=True):
+    """``matrix`` ((M, M) shared or (B, M, M) per sample) on the local levels ``levels`` of
+    ``wires`` (any order; wires[0] the levels' most significant bit; None: all 2^k of them, a
+    dense gate), only where every wire of ``controls`` is 1; the other amplitudes copied (zeroed
+    unless ``keep_rest``). One pass (levels.c), or None where not usable."""
+    m = _gate_operand(state, matrix)
+    if m is None:
+        return None
+    bits, lev = _levels_operands(tuple(wires), None if levels is None else tuple(levels), n)
+    cmask = sum(1 << (n - 1 - c) for c in controls)
+    out = torch.empty_like(state)
+    if not _kernel("tql_gate_levels", state.dtype)(
+            state.data_ptr(), out.data_ptr(), state.numel(), bits.numel(), bits.data_ptr(), lev.numel(),
+            lev.data_ptr(), m.data_ptr(), 0 if m.dim() == 2 else 2 ** n, cmask, int(keep_rest),
+            torch.get_num_threads()):
+        return None
     return out
 
 

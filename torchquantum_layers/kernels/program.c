@@ -432,24 +432,6 @@ DEF_DIAG_KERNELS(f64, double)
     STORE_##SUF(out + 2 * i, CTRL && (i & high) != high ? X \
                              : real ? FMA_##SUF(sr, X, MUL_##SUF(pr, P)) \
                                     : VMAT(SUF, sr, si, pr, pi, X, SWAP_##SUF(X), P, SWAP_##SUF(P))); }
-/* The loop twice, threaded and serial (an OpenMP region that the if clause turns off still cost
- * ~1 us a call, which one call per sample of 2^10 amplitudes multiplied by three); the step
- * bodies take CTRL as a constant so that gates without controls test nothing per register. */
-#define GATE_LOOP(I, END, INC, BODY) { \
-    if (parallel) { \
-        _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
-        for (int64_t I = 0; I < (END); I += (INC)) BODY \
-    } else \
-        for (int64_t I = 0; I < (END); I += (INC)) BODY }
-/* CALL on each sample b of `per` amplitudes with nt threads: the samples split among the threads
- * when there are enough of them (nt = 1 each), else one after another with all of them */
-#define FOR_SAMPLES(CALL) { \
-    const int64_t samples = len / per; \
-    if (samples >= nthreads && nthreads > 1 && len >= 32768) { \
-        _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
-        for (int64_t b = 0; b < samples; ++b) { const int nt = 1; CALL; } \
-    } else \
-        for (int64_t b = 0; b < samples; ++b) { const int nt = nthreads; CALL; } }
 #define DEF_GATE(NAME, T, SUF) \
 /* lane l of a register gets m's entry when its index has the control bits `low`, else the */ \
 /* identity's: coefs[k] (2 LANES) holds entry k / 2's re (k even) or im in both halves of a lane */ \
@@ -518,9 +500,6 @@ DEF_GATE(tql_gate_2x2_c128, double, f64)
  * there are enough. (A dense two-wire gate went through an einsum or a transpose of every axis:
  * 5-47 clones at 2^20 amplitudes.) */
 #define QUAD_BASE(q, lo, hi) insert_zero(insert_zero((q), (lo)), (hi))
-static inline int64_t insert_zero(int64_t v, int64_t bit) {
-    return ((v >> bit) << (bit + 1)) | (v & (((int64_t)1 << bit) - 1));
-}
 #define QUAD_SCALAR(T) { \
     const int64_t r = QUAD_BASE(q, lo, hi); \
     const int64_t at[4] = {r, r + slo, r + shi, r + shi + slo}; \

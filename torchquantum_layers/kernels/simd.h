@@ -1,4 +1,4 @@
-/* The macro layer shared by native.c and program.c: scalar 2 x 2 products, and the AVX2 vector
+/* The macro layer shared by native.c, program.c and levels.c: scalar 2 x 2 products, and the AVX2 vector
  * vocabulary written once for both precisions (empty without __AVX2__, where the scalar loops
  * do all the work). Complex numbers are interleaved (re, im) pairs of T. */
 #ifndef TQL_SIMD_H
@@ -15,6 +15,30 @@
     (y0)[1] = ar * pi + ai * pr + br * qi + bi * qr; \
     (y1)[0] = cr * pr - ci * pi + dr * qr - di * qi; \
     (y1)[1] = cr * pi + ci * pr + dr * qi + di * qr; }
+
+/* The loops the gate kernels (program.c, levels.c) share. */
+/* The loop twice, threaded and serial (an OpenMP region that the if clause turns off still cost
+ * ~1 us a call, which one call per sample of 2^10 amplitudes multiplied by three); the step
+ * bodies take CTRL as a constant so that gates without controls test nothing per register. */
+#define GATE_LOOP(I, END, INC, BODY) { \
+    if (parallel) { \
+        _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
+        for (int64_t I = 0; I < (END); I += (INC)) BODY \
+    } else \
+        for (int64_t I = 0; I < (END); I += (INC)) BODY }
+/* CALL on each sample b of `per` amplitudes with nt threads: the samples split among the threads
+ * when there are enough of them (nt = 1 each), else one after another with all of them */
+#define FOR_SAMPLES(CALL) { \
+    const int64_t samples = len / per; \
+    if (samples >= nthreads && nthreads > 1 && len >= 32768) { \
+        _Pragma("omp parallel for schedule(static) num_threads(nthreads)") \
+        for (int64_t b = 0; b < samples; ++b) { const int nt = 1; CALL; } \
+    } else \
+        for (int64_t b = 0; b < samples; ++b) { const int nt = nthreads; CALL; } }
+/* v with a zero bit inserted at `bit` (the bits from it up move one place up) */
+static inline int64_t insert_zero(int64_t v, int64_t bit) {
+    return ((v >> bit) << (bit + 1)) | (v & (((int64_t)1 << bit) - 1));
+}
 
 /* The vector bodies below are written once for both precisions: a 256-bit register holds
  * LANES complex numbers (4 complex64, 2 complex128); OP_SUF names that precision's intrinsic. */

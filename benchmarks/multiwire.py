@@ -1,0 +1,75 @@
+"""Gates on three or more wires (issue 2's "no gate permutes all n axes"): dense QubitUnitary on
+scattered and contiguous wires, DoubleExcitation (a Givens rotation on two of 16 levels) and a
+controlled two-wire gate, as ratios to ``torch.clone`` of the same state.
+
+    python benchmarks/multiwire.py [--n 20,22] [--dtypes c64,c128] [--threads 1] [--keep-freed-memory]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+import torchquantum_layers as tql  # noqa: E402
+from torchquantum_layers import gates as G  # noqa: E402
+
+from common import add_runtime_flags, keep_memory_if_asked, machine, paired, rows_table, set_threads, today  # noqa: E402
+
+DT = {"c64": torch.complex64, "c128": torch.complex128}
+CRXX = G.controlled(G.RXX, 1)
+
+
+def cases(n):
+    """(label, gate, wires, data) per column: scattered wires with the last one, far apart above the
+    register, and contiguous ones."""
+    return [
+        ("QU3 scattered", G.QUBIT_UNITARY, (0, n // 2, n - 1)),
+        ("QU3 far", G.QUBIT_UNITARY, (2, 5, 9)),
+        ("QU3 contiguous", G.QUBIT_UNITARY, (5, 6, 7)),
+        ("QU4 scattered", G.QUBIT_UNITARY, (0, 5, 10, n - 1)),
+        ("QU5 scattered", G.QUBIT_UNITARY, (0, 4, 8, 12, n - 1)),
+        ("DoubleExc scattered", G.DOUBLE_EXCITATION, (0, 5, 10, n - 1)),
+        ("DoubleExc last 4", G.DOUBLE_EXCITATION, (n - 4, n - 3, n - 2, n - 1)),
+        ("DoubleExc 4..7", G.DOUBLE_EXCITATION, (4, 5, 6, 7)),
+        ("CRXX (0, n/2, n-1)", CRXX, (0, n // 2, n - 1)),
+        ("CRXX (n-1, 0, 1)", CRXX, (n - 1, 0, 1)),
+    ]
+
+
+def bench(n, dtype, rounds):
+    state = tql.random_state(n, 1, dtype=dtype)
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    theta = torch.tensor(0.3, dtype=real)
+    gen = torch.Generator().manual_seed(n)
+    row = {"n": n, "dtype": str(dtype).replace("torch.", "")}
+    for label, gate, wires in cases(n):
+        data, params = None, ()
+        if gate is G.QUBIT_UNITARY:
+            q, _ = torch.linalg.qr(torch.randn(2 ** len(wires), 2 ** len(wires), dtype=torch.complex128, generator=gen))
+            data = q.to(dtype)
+        else:
+            params = (theta,)
+        row[label] = f"{paired(lambda: gate.apply(state, params, wires, n, data=data), state, rounds)[0]:.2f}"
+    return row
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", default="20,22")
+    ap.add_argument("--dtypes", default="c64,c128")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved clone/operation rounds (median)")
+    add_runtime_flags(ap)
+    args = ap.parse_args(argv)
+    set_threads(args)
+    kept = keep_memory_if_asked(args)
+    rows = [bench(int(n), DT[d], args.rounds) for n in args.n.split(",") for d in args.dtypes.split(",")]
+    print(f"# multi-wire gates, {today()}, {machine()}" + (", keep_freed_memory() applied" if kept else ""))
+    print("ratios are time / time of torch.clone of the same state, median of interleaved rounds (lower is better)")
+    print(rows_table(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -95,6 +95,18 @@ def uses_programs(circuit, fuse=None) -> bool:
     return USE_PROGRAMS and fuse and programs.usable(circuit.dtype, circuit.device)
 
 
+def rotating_layout(circuit) -> bool:
+    """Whether the state-vector engine lets dense blocks at the register's ends rotate it
+    (kernels.layout): a GEMM beats a copy that brings wires together. On CUDA with Triton every
+    block up to kernels.gpu.MAX_WIRES wires is one in-place pass of kernels.gpu instead, so
+    nothing moves (the rotations stay for CUDA without Triton and for wider blocks' sake
+    nowhere else)."""
+    if torch.device(circuit.device).type != "cuda":
+        return True
+    from .kernels import gpu
+    return not gpu.available()
+
+
 def build_plan(circuit, fuse=None, max_fused_wires=None, layout=False, zero_start=False,
                local_programs=False) -> Plan:
     """The fused steps of ``circuit``. ``layout=True`` (the state-vector engine): dense blocks
@@ -573,7 +585,7 @@ def run_circuit(circuit, state, x=None, weights=None, fuse=None, tables=None, pr
     """The state after ``circuit``; ``state=None`` is |0…0⟩ (batch from ``x``, else 1).
     ``tables`` (:func:`single_wire_tables`) and ``prepared`` ({id(step): program_matrices}) may
     come from the caller (the adjoint method builds them once, with their graph)."""
-    plan = build_plan(circuit, fuse, layout=True, zero_start=state is None,
+    plan = build_plan(circuit, fuse, layout=rotating_layout(circuit), zero_start=state is None,
                       local_programs=uses_programs(circuit, fuse))
     n = circuit.n_wires
     if tables is None:

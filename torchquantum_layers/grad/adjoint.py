@@ -19,8 +19,8 @@ from ..circuit import Input, Param
 from ..observables import diagonal_table, weighted_bra
 from ..block_matrices import (extra_slot_tables, prefix_state, program_matrices, shared_block_matrices,
                               single_wire_tables, step_matrix)
-from ..engine import (apply_dense_step, apply_perm_step, build_plan, oriented_matrix, physical_wires, run_circuit,
-                      uses_programs)
+from ..engine import (apply_dense_step, apply_perm_step, build_plan, oriented_matrix, physical_wires,
+                      rotating_layout, run_circuit, uses_programs)
 from ..kernels import program as programs
 from ..kernels.layout import output_gram, relayout, rotation_gram
 from ..kernels.apply import (_level_positions, apply_diagonal_unchecked, apply_matrix_unchecked,
@@ -179,7 +179,7 @@ class AdjointExpval(torch.autograd.Function):
     def forward(ctx, circuit, observables, x, state, weights):
         from ..observables import apply_hamiltonian, expectation
         need_x, need_w = ctx.needs_input_grad[2] and x is not None, ctx.needs_input_grad[4]
-        plan = build_plan(circuit, layout=True, zero_start=state is None, local_programs=uses_programs(circuit))
+        plan = build_plan(circuit, layout=rotating_layout(circuit), zero_start=state is None, local_programs=uses_programs(circuit))
         # the small matrices are built once, recording their graph: the forward pass runs them
         # detached, the backward pass sends the slots' Gram products through them
         w_leaf = weights.detach().requires_grad_(need_w)

@@ -3,8 +3,9 @@
 Kernels see only (matrix, wires): never a gate name. None of them permutes all n axes
 on the common paths: a block of contiguous wires is viewed as ``(B*L, d, R)`` and hit with one
 GEMM, diagonals are one broadcast multiply, permutations one gather; on the CPU a gate on up to 6
-scattered wires is one pass of levels.c. Only the torch fallback for scattered wires (autograd
-recording, CUDA, more than 6 wires) moves their axes together and back.
+scattered wires is one pass of levels.c, on CUDA every gate on up to 5 wires one pass of a Triton
+kernel (kernels/gpu.py). Only the torch fallback for scattered wires (more wires than those,
+autograd recording, CUDA without Triton) moves their axes together and back.
 """
 from __future__ import annotations
 
@@ -23,6 +24,14 @@ _MIN_ROW_GEMM = {torch.complex64: 8}
 # From this many amplitudes after a block on, the broadcast batched GEMM beats einsum's permutes
 # (measured at n = 10..22; below it MKL's many small (d, R) products lose, 6-37x a clone).
 _LONG_ROWS = 128
+
+
+def _gpu_kernels(state: torch.Tensor):
+    """kernels.gpu for a CUDA state (imported on first use: Triton takes ~0.4 s to load), else None."""
+    if not state.is_cuda:
+        return None
+    from . import gpu
+    return gpu if gpu.available() else None
 
 
 def check_wires(wires, n_wires: int, what: str = "operator") -> tuple:
@@ -168,6 +177,11 @@ _MAX_SPAN = 4
 
 def apply_matrix_unchecked(state, matrix, wires, n):
     wires = tuple(wires)
+    gpu = _gpu_kernels(state)
+    if gpu is not None:
+        fast = gpu.apply_levels(state, matrix, wires, n)
+        if fast is not None:
+            return fast
     k = len(wires)
     sw, perm = _sorted(wires)
     if sw != wires:
@@ -210,6 +224,11 @@ def apply_matrix(state: torch.Tensor, matrix: torch.Tensor, wires) -> torch.Tens
 
 def apply_diagonal_unchecked(state, diag, wires, n):
     wires = tuple(wires)
+    gpu = _gpu_kernels(state)
+    if gpu is not None:
+        fast = gpu.apply_diagonal(state, diag, wires, n)
+        if fast is not None:
+            return fast
     sw, perm = _sorted(wires)
     if sw != wires:
         diag = reorder_vector(diag, perm)
@@ -333,8 +352,13 @@ def permute_span(state, idx, inv, lo, hi, n):
 def apply_permutation_unchecked(state, perm, wires, n):
     """``new[i] = old[perm[i]]`` in the local basis of ``wires``."""
     wires = tuple(wires)
-    sw, order = _sorted(wires)
     perm = tuple(int(p) for p in perm)
+    gpu = _gpu_kernels(state)
+    if gpu is not None:
+        fast = gpu.permute_local(state, perm, wires, n)
+        if fast is not None:
+            return fast
+    sw, order = _sorted(wires)
     if sw != wires:
         perm = tuple(reorder_vector(torch.tensor(perm), order).tolist())
         # perm values are local indices in the old wire order: relabel them too
@@ -440,6 +464,11 @@ def apply_two_level_unchecked(state, block, levels, wires, n, keep_rest=True):
     vanishes outside the pair).
     """
     batched = block.dim() == 3
+    gpu = _gpu_kernels(state)
+    if gpu is not None:
+        fast = gpu.apply_levels(state, block, wires, n, levels=levels, keep_rest=keep_rest)
+        if fast is not None:
+            return fast
     if len(wires) != 2:
         fast = native.apply_levels(state, block, wires, n, levels=levels, keep_rest=keep_rest)
         if fast is not None:
@@ -466,7 +495,10 @@ def apply_two_level_unchecked(state, block, levels, wires, n, keep_rest=True):
 
 def apply_controlled_unchecked(state, matrix, controls, targets, n):
     """Apply ``matrix`` on ``targets`` only where every control wire is 1."""
-    fast = None
+    gpu = _gpu_kernels(state)
+    fast = None if gpu is None else gpu.apply_levels(state, matrix, targets, n, controls=controls)
+    if fast is not None:
+        return fast
     if len(targets) == 1:
         fast = native.apply_2x2(state, matrix, targets[0], n, controls)
     elif len(targets) > 2:

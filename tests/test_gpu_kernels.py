@@ -1,0 +1,216 @@
+"""The Triton kernels (kernels/gpu.py) against the dense NumPy oracle: compiled on CUDA where a
+GPU is present, else run by Triton's interpreter on CPU tensors (TRITON_INTERPRET=1, set before
+the module loads), so CI checks the GPU fast path without a GPU. Small registers: the
+interpreter runs each Triton op as a NumPy call."""
+import importlib
+import os
+import types
+import zlib
+
+import numpy as np
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ["TRITON_INTERPRET"] = "1"
+pytest.importorskip("triton", reason="Triton ships for Linux x86_64 only (the test extra installs it there)")
+
+from torchquantum_layers import gates  # noqa: E402
+from torchquantum_layers.kernels import apply as kernels_apply  # noqa: E402
+from torchquantum_layers.kernels import gpu  # noqa: E402
+
+from . import oracle  # noqa: E402
+from .conftest import ATOL  # noqa: E402
+
+if not torch.cuda.is_available() and not gpu.INTERPRETED:
+    gpu = importlib.reload(gpu)         # imported before the variable was set
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def T(x, dtype):
+    return torch.as_tensor(np.asarray(x), dtype=dtype, device=DEVICE)
+
+
+def N(t):
+    return t.detach().cpu().numpy()
+
+
+def _matrices(mode, d, B, rng):
+    """(matrix, state batch) for a sharing mode, as tests/test_kernels.py's modes."""
+    if mode == "shared":
+        return oracle.random_unitary(d, rng), B
+    if mode == "per-sample":
+        return oracle.random_unitaries(B, d, rng), B
+    if mode == "broadcast-state":
+        return oracle.random_unitaries(B, d, rng), 1
+    return oracle.random_unitaries(1, d, rng), B
+
+
+DENSE_CASES = [(5, (0,)), (5, (4,)), (5, (2,)), (5, (3, 4)), (5, (4, 0)), (6, (1, 3, 5)),
+               (6, (5, 0, 2, 3)), (6, (2, 3, 4, 5)), (6, (4, 1, 0, 3, 5)), (1, (0,))]
+MODES = ["shared", "per-sample", "broadcast-state", "broadcast-matrix"]
+
+
+@pytest.mark.parametrize("n,wires", DENSE_CASES)
+@pytest.mark.parametrize("mode", MODES)
+def test_dense_gate_matches_oracle(n, wires, mode, dtype):
+    rng = np.random.default_rng(zlib.crc32(repr((n, wires, mode)).encode()))
+    u, B = _matrices(mode, 2 ** len(wires), 3, rng)
+    psi = oracle.random_state(n, rng, batch=B)
+    out = gpu.apply_levels(T(psi, dtype), T(u, dtype), wires, n)
+    ref = oracle.apply_dense(psi, u, wires, n)
+    assert out.dtype == dtype and out.shape == ref.shape
+    np.testing.assert_allclose(N(out), ref, atol=ATOL[dtype])
+
+
+CONTROL_CASES = [(4, (0,), (3,)), (4, (3,), (0,)), (5, (4, 1), (2,)), (5, (2,), (4, 0)),
+                 (6, (5, 0), (3, 1, 2))]
+
+
+@pytest.mark.parametrize("n,controls,targets", CONTROL_CASES)
+@pytest.mark.parametrize("mode", ["shared", "per-sample"])
+def test_controlled_gate_touches_only_the_controlled_block(n, controls, targets, mode, dtype):
+    rng = np.random.default_rng(zlib.crc32(repr((n, controls, targets)).encode()))
+    u, B = _matrices(mode, 2 ** len(targets), 2, rng)
+    psi = oracle.random_state(n, rng, batch=B)
+    out = gpu.apply_levels(T(psi, dtype), T(u, dtype), targets, n, controls=controls)
+    full = oracle.controlled_on_wires(u, controls, targets, n)
+    np.testing.assert_allclose(N(out), oracle.apply_dense(psi, full, list(range(n)), n), atol=ATOL[dtype])
+
+
+LEVEL_CASES = [(5, (1, 3), (0, 3)), (5, (4, 0, 2), (3, 4)), (6, (0, 5, 2, 3), (3, 12)),
+               (6, (5, 4, 3, 2), (1, 2, 7, 14))]
+
+
+@pytest.mark.parametrize("n,wires,levels", LEVEL_CASES)
+@pytest.mark.parametrize("keep_rest", [True, False])
+@pytest.mark.parametrize("controlled", [False, True])
+def test_levels_subset_matches_oracle(n, wires, levels, keep_rest, controlled, dtype):
+    """A block on some local levels (Givens rotations; zeroed elsewhere: their generators)."""
+    rng = np.random.default_rng(zlib.crc32(repr((n, wires, levels, keep_rest)).encode()))
+    m = len(levels)
+    B = 2
+    blocks = rng.standard_normal((B, m, m)) + 1j * rng.standard_normal((B, m, m))
+    psi = oracle.random_state(n, rng, batch=B)
+    controls = tuple(w for w in range(n) if w not in wires)[:1] if controlled else ()
+    out = gpu.apply_levels(T(psi, dtype), T(blocks, dtype), wires, n, levels=levels, controls=controls,
+                           keep_rest=keep_rest)
+    d = 2 ** len(wires)
+    expect = []
+    for b in range(B):
+        full = np.eye(d, dtype=complex) if keep_rest else np.zeros((d, d), dtype=complex)
+        full[np.ix_(levels, levels)] = blocks[b]
+        op = oracle.controlled_on_wires(full[None], controls, wires, n)[0] if controls else \
+            oracle.full_operator(full, wires, n)
+        expect.append(op @ psi[b])
+    np.testing.assert_allclose(N(out), np.stack(expect), atol=10 * ATOL[dtype])
+
+
+@pytest.mark.parametrize("n,wires", [(5, (2,)), (5, (4, 0)), (6, (5, 1, 3)), (6, (0, 2, 3, 5))])
+def test_permutation_matches_oracle(n, wires, dtype):
+    rng = np.random.default_rng(zlib.crc32(repr((n, wires)).encode()))
+    perm = rng.permutation(2 ** len(wires)).tolist()
+    psi = oracle.random_state(n, rng, batch=2)
+    out = gpu.permute_local(T(psi, dtype), perm, wires, n)
+    ref = oracle.apply_dense(psi, oracle.permutation_matrix(perm), wires, n)
+    np.testing.assert_array_equal(N(out), N(T(ref, dtype)))     # amplitudes move exactly
+
+
+@pytest.mark.parametrize("n,wires", [(5, (2,)), (5, (4, 0)), (6, (5, 1, 3)), (6, (0, 2, 3, 5, 1))])
+@pytest.mark.parametrize("per_sample", [False, True])
+def test_diagonal_matches_oracle(n, wires, per_sample, dtype):
+    rng = np.random.default_rng(zlib.crc32(repr((n, wires, per_sample)).encode()))
+    d, B = 2 ** len(wires), 3
+    diag = np.stack([oracle.random_phases(d, rng) for _ in range(B)]) if per_sample else oracle.random_phases(d, rng)
+    psi = oracle.random_state(n, rng, batch=B)
+    out = gpu.apply_diagonal(T(psi, dtype), T(diag, dtype), wires, n)
+    np.testing.assert_allclose(N(out), oracle.apply_diagonal_dense(psi, diag, wires, n), atol=ATOL[dtype])
+
+
+def test_conjugated_and_strided_operands(dtype):
+    """A conjugate view (the density-matrix simulator's right factor) and a strided state."""
+    rng = np.random.default_rng(11)
+    u = oracle.random_unitary(4, rng)
+    psi = oracle.random_state(5, rng, batch=4)
+    state = T(psi, dtype)[::2]
+    out = gpu.apply_levels(state, T(u, dtype).conj(), (3, 1), 5)
+    np.testing.assert_allclose(N(out), oracle.apply_dense(psi[::2], u.conj(), (3, 1), 5), atol=ATOL[dtype])
+
+
+def test_declines_what_it_does_not_take():
+    s = torch.zeros(1, 2 ** 7, dtype=torch.complex64, device=DEVICE)
+    assert gpu.apply_levels(s, torch.eye(64, dtype=s.dtype, device=DEVICE), tuple(range(6)), 7) is None
+    assert gpu.apply_levels(s, torch.eye(3, dtype=s.dtype, device=DEVICE), (0, 1), 7, levels=(0, 1, 2)) is None
+    assert gpu.apply_levels(s, torch.eye(2, dtype=torch.complex128, device=DEVICE), (0,), 7) is None
+    assert gpu.apply_levels(s.real, torch.eye(2, device=DEVICE), (0,), 7) is None
+    m = torch.eye(2, dtype=s.dtype, device=DEVICE).requires_grad_(True)
+    assert gpu.apply_levels(s, m, (0,), 7) is None       # autograd records the torch kernels
+    with torch.no_grad():
+        assert gpu.apply_levels(s, m, (0,), 7) is not None
+    three = torch.eye(2, dtype=s.dtype, device=DEVICE).expand(3, 2, 2)
+    assert gpu.apply_levels(torch.zeros(2, 2 ** 7, dtype=s.dtype, device=DEVICE), three, (0,), 7) is None
+
+
+def test_every_gate_of_the_table_routes_through_the_kernels(monkeypatch, dtype):
+    """Gate.apply for the whole table with apply.py sending every state to these kernels: the
+    wire order, permutation and level conventions handed over agree with the oracle."""
+    calls = []
+
+    def counted(fn):
+        def run(*args, **kwargs):
+            out = fn(*args, **kwargs)
+            calls.append(out is not None)
+            return out
+        return run
+    routed = types.SimpleNamespace(**{f: counted(getattr(gpu, f))
+                                      for f in ("apply_levels", "permute_local", "apply_diagonal")})
+    monkeypatch.setattr(kernels_apply, "_gpu_kernels", lambda state: routed)
+    n = 5
+    for name, g in gates.GATES.items():
+        if g.takes_data:
+            continue
+        rng = np.random.default_rng(zlib.crc32(name.encode()))
+        k = g.n_wires or max(g.min_wires, 3)
+        wires = tuple(int(w) for w in rng.permutation(n)[:k])
+        params = oracle.random_params(g.n_params, rng)
+        psi = oracle.random_state(n, rng, batch=2)
+        real = torch.float64 if dtype == torch.complex128 else torch.float32
+        before = len(calls)
+        out = g.apply(T(psi, dtype), tuple(torch.tensor(p, dtype=real, device=DEVICE) for p in params), wires, n)
+        assert calls[before:] == [True], name       # one kernel call did the gate
+        ref = oracle.apply_dense(psi, oracle.gate_matrix(name, *params, n_wires=k), wires, n)
+        np.testing.assert_allclose(N(out), ref, atol=10 * ATOL[dtype], err_msg=f"{name} on {wires}")
+
+
+@pytest.mark.parametrize("width", [2, 4])
+def test_the_cuda_engine_route_matches_oracle(monkeypatch, width, dtype):
+    """The fused-block engine as it runs on CUDA with Triton: blocks in place (no rotations),
+    each one kernel call."""
+    from torchquantum_layers import engine
+    from torchquantum_layers.engine import build_plan
+
+    from .test_engine_layout import _layered, _oracle
+    hits = []
+
+    def counted(fn):
+        def run(state, *args, **kwargs):
+            out = fn(state, *args, **kwargs)
+            if state.is_complex():      # not the int64 index a fused permutation step is built from
+                hits.append(out is not None)
+            return out
+        return run
+    routed = types.SimpleNamespace(**{f: counted(getattr(gpu, f))
+                                      for f in ("apply_levels", "permute_local", "apply_diagonal")})
+    monkeypatch.setattr(kernels_apply, "_gpu_kernels", lambda state: routed)
+    monkeypatch.setattr(engine, "rotating_layout", lambda circuit: False)
+    monkeypatch.setattr(engine, "USE_PROGRAMS", False)
+    n, B = 6, 3
+    c = _layered(n, dtype, DEVICE, width)
+    assert {s.mode for s in build_plan(c, layout=False).steps if s.kind == "dense"} == {"in-place"}
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    x = torch.rand(B, n, dtype=real, device=DEVICE)
+    psi0 = oracle.random_state(n, np.random.default_rng(5), batch=B)
+    with torch.no_grad():
+        out = c(x, state=T(psi0, dtype))
+    assert hits and all(hits)
+    np.testing.assert_allclose(N(out), _oracle(c, x, psi0), atol=10 * ATOL[dtype])

@@ -1,0 +1,248 @@
+"""One-pass Triton kernels for CUDA states: the GPU twin of native.c / levels.c.
+
+torch has no call that applies a matrix to some wires of a state in one pass: on CUDA a gate on
+scattered wires moved every axis there and back (two extra copies), a controlled gate copied,
+gathered and scattered. These kernels see only (matrix, wires), as the C ones do:
+
+- :func:`apply_levels`: an (M, M) matrix, shared or one per sample, on M local levels of any k
+  wires (all 2^k of them: a dense gate), only where every control wire is 1; the other levels
+  copied or zeroed. Covers 1- and 2-qubit gates, controlled gates, dense gates on scattered
+  wires and Givens rotations, in one read and one write of the state.
+- :func:`permute_local`: a permutation of the local basis of k wires (X, CNOT, SWAP, Toffoli),
+  no arithmetic and no index over the register.
+- :func:`apply_diagonal`: a diagonal on k wires, shared or per sample.
+
+Triton has no complex type, so a state is read as its float view (``torch.view_as_real``): each
+amplitude a (re, im) pair, split and joined in registers. The kernels run where Triton is
+importable and the state lives on CUDA, with no autograd graph to record; anywhere else each
+function returns None and the torch kernels apply. Under ``TRITON_INTERPRET=1`` (set before this
+module is imported) they also take CPU tensors, which is how the tests check them without a GPU.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+import torch
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:         # CPU-only installs: the torch kernels apply everywhere
+    triton = None
+
+INTERPRETED = triton is not None and os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+# at most this many wires: 2^k levels per group held in registers (a dense 6-wire gate: 64 x 64
+# multiply-adds per amplitude, compute-bound on any device; torch's GEMM takes it)
+MAX_WIRES = 5
+_DTYPES = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+# amplitudes one program moves: large enough to hide latency, small enough for registers
+_TILE_AMPLITUDES = 2048
+
+
+def available() -> bool:
+    return triton is not None
+
+
+def usable(state: torch.Tensor, *operands) -> bool:
+    """CUDA (or, interpreted, any) complex64/complex128 state; no autograd graph to record."""
+    if triton is None or state.dtype not in _DTYPES or not (state.is_cuda or INTERPRETED):
+        return False
+    if torch.is_grad_enabled() and (state.requires_grad or any(o.requires_grad for o in operands)):
+        return False
+    return all(o.device == state.device and o.dtype == state.dtype for o in operands)
+
+
+def _floats(t: torch.Tensor) -> torch.Tensor:
+    """The interleaved (re, im) float view of a contiguous, unconjugated complex tensor."""
+    return torch.view_as_real(t.resolve_conj().contiguous())
+
+
+@functools.lru_cache(maxsize=1024)
+def _offsets(wires: tuple, levels: tuple, n: int, device_str: str):
+    """Flat offsets of local ``levels`` of ``wires`` (wires[0]: their most significant bit), and
+    the index bits of the wires sorted ascending (where the group index gets its zeros)."""
+    k = len(wires)
+    offs = [sum(((lv >> (k - 1 - j)) & 1) << (n - 1 - w) for j, w in enumerate(wires)) for lv in levels]
+    bits = sorted(n - 1 - w for w in wires)
+    return (torch.tensor(offs, dtype=torch.int64, device=device_str),
+            torch.tensor(bits, dtype=torch.int64, device=device_str))
+
+
+def _block(levels: int) -> int:
+    return max(16, _TILE_AMPLITUDES // max(1, levels))
+
+
+if triton is not None:
+    @triton.jit
+    def _group_positions(g, bits_ptr, K: tl.constexpr):
+        """Insert a zero at each (ascending) target bit of the group index g: its level-0 position.
+        Bits of the sample index above n shift up with the rest, so g runs over the whole batch."""
+        for t in tl.static_range(K):
+            b = tl.load(bits_ptr + t)
+            low = g & ((1 << b) - 1)
+            g = ((g >> b) << (b + 1)) | low
+        return g
+
+    @triton.jit
+    def _levels_kernel(x_ptr, out_ptr, m_ptr, offs_ptr, others_ptr, bits_ptr, groups, rest_bits, cmask,
+                       K: tl.constexpr, ML: tl.constexpr, MO: tl.constexpr, PER_SAMPLE: tl.constexpr,
+                       KEEP: tl.constexpr, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        g = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+        live = g < groups
+        pos = _group_positions(g, bits_ptr, K)
+        on = live & ((pos & cmask) == cmask)
+        rows = tl.arange(0, ML)
+        two = tl.arange(0, 2)
+        acc_re = tl.zeros((BLOCK, ML), dtype=x_ptr.dtype.element_ty)
+        acc_im = tl.zeros((BLOCK, ML), dtype=x_ptr.dtype.element_ty)
+        if PER_SAMPLE:
+            mat = m_ptr + (g >> rest_bits)[:, None, None] * (2 * ML * ML)
+        for j in tl.static_range(ML):
+            pj = pos + tl.load(offs_ptr + j)
+            a = tl.load(x_ptr + (2 * pj)[:, None] + two[None, :], mask=live[:, None], other=0.0)
+            a_re, a_im = tl.split(a)
+            # column j of the matrix; where a control is 0, of the identity
+            if PER_SAMPLE:
+                u = tl.load(mat + (2 * (rows * ML + j))[None, :, None] + two[None, None, :],
+                            mask=live[:, None, None], other=0.0)
+                u_re, u_im = tl.split(u)
+            else:
+                u = tl.load(m_ptr + (2 * (rows * ML + j))[:, None] + two[None, :])
+                u_re, u_im = tl.split(u)
+                u_re = u_re[None, :]
+                u_im = u_im[None, :]
+            eye = (rows == j).to(acc_re.dtype)[None, :]
+            u_re = tl.where(on[:, None], u_re, eye)
+            u_im = tl.where(on[:, None], u_im, 0.0)
+            acc_re += a_re[:, None] * u_re - a_im[:, None] * u_im
+            acc_im += a_re[:, None] * u_im + a_im[:, None] * u_re
+        offs = tl.load(offs_ptr + rows)
+        dest = (2 * (pos[:, None] + offs[None, :]))[:, :, None] + two[None, None, :]
+        tl.store(out_ptr + dest, tl.join(acc_re, acc_im), mask=live[:, None, None])
+        for j in tl.static_range(MO):
+            pj = pos + tl.load(others_ptr + j)
+            at = (2 * pj)[:, None] + two[None, :]
+            if KEEP:
+                v = tl.load(x_ptr + at, mask=live[:, None], other=0.0)
+            else:
+                # a generator vanishes off its levels, but where a control is 0 it is the identity
+                v = tl.load(x_ptr + at, mask=(live & ~on)[:, None], other=0.0)
+            tl.store(out_ptr + at, v, mask=live[:, None])
+
+    @triton.jit
+    def _permute_kernel(x_ptr, out_ptr, dst_ptr, src_ptr, bits_ptr, groups,
+                        K: tl.constexpr, M: tl.constexpr, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        g = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+        live = g < groups
+        pos = _group_positions(g, bits_ptr, K)
+        two = tl.arange(0, 2)
+        for j in tl.static_range(M):
+            src = (2 * (pos + tl.load(src_ptr + j)))[:, None] + two[None, :]
+            dst = (2 * (pos + tl.load(dst_ptr + j)))[:, None] + two[None, :]
+            tl.store(out_ptr + dst, tl.load(x_ptr + src, mask=live[:, None]), mask=live[:, None])
+
+    @triton.jit
+    def _diagonal_kernel(x_ptr, out_ptr, d_ptr, bits_ptr, total, n,
+                         K: tl.constexpr, PER_SAMPLE: tl.constexpr, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        i = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+        live = i < total
+        local = tl.zeros((BLOCK,), dtype=tl.int64)
+        for t in tl.static_range(K):        # bits_ptr in wire order: wires[0] the top bit
+            local = (local << 1) | ((i >> tl.load(bits_ptr + t)) & 1)
+        if PER_SAMPLE:
+            local += (i >> n) << K
+        two = tl.arange(0, 2)
+        a_re, a_im = tl.split(tl.load(x_ptr + (2 * i)[:, None] + two[None, :], mask=live[:, None], other=0.0))
+        d_re, d_im = tl.split(tl.load(d_ptr + (2 * local)[:, None] + two[None, :], mask=live[:, None], other=0.0))
+        out = tl.join(a_re * d_re - a_im * d_im, a_re * d_im + a_im * d_re)
+        tl.store(out_ptr + (2 * i)[:, None] + two[None, :], out, mask=live[:, None])
+
+
+def _grid(groups: int, block: int):
+    return (triton.cdiv(groups, block),)
+
+
+def apply_levels(state: torch.Tensor, matrix: torch.Tensor, wires, n: int, levels=None, controls=(),
+                 keep_rest=True):
+    """``matrix`` ((M, M) shared or (B, M, M) per sample) on the local ``levels`` of ``wires`` (any
+    order, wires[0] the levels' most significant bit; None: all 2^k, a dense gate), only where
+    every wire of ``controls`` is 1; the other amplitudes copied (zeroed unless ``keep_rest``,
+    except where a control is 0). One pass, or None where these kernels do not apply."""
+    wires = tuple(wires)
+    k = len(wires)
+    if k > MAX_WIRES or not usable(state, matrix):
+        return None
+    M = 2 ** k
+    levels = tuple(range(M)) if levels is None else tuple(int(v) for v in levels)
+    ml = len(levels)
+    if ml & (ml - 1) or matrix.shape[-2:] != (ml, ml):
+        return None             # tl.arange needs a power of two
+    B = state.shape[0]
+    per_sample = matrix.dim() == 3 and matrix.shape[0] != 1
+    if per_sample and matrix.shape[0] != B:
+        if B != 1:
+            return None
+        state, B = state.expand(matrix.shape[0], -1), matrix.shape[0]
+    matrix = matrix.reshape(ml, ml) if matrix.dim() == 3 and not per_sample else matrix
+    dev = str(state.device)
+    offs, bits = _offsets(wires, levels, n, dev)
+    others = tuple(v for v in range(M) if v not in levels)
+    other_offs = _offsets(wires, others, n, dev)[0] if others else offs
+    x = _floats(state)
+    out = torch.empty((B, 2 ** n), dtype=state.dtype, device=state.device)
+    groups = B * 2 ** (n - k)
+    block = _block(ml)
+    cmask = sum(1 << (n - 1 - c) for c in controls)
+    _levels_kernel[_grid(groups, block)](x, torch.view_as_real(out), _floats(matrix), offs, other_offs, bits,
+                                         groups, n - k, cmask, K=k, ML=ml, MO=len(others),
+                                         PER_SAMPLE=per_sample, KEEP=bool(keep_rest), BLOCK=block)
+    return out
+
+
+def permute_local(state: torch.Tensor, perm, wires, n: int):
+    """``new[i] = old[perm[i]]`` in the local basis of ``wires`` (wires[0]: the local state's most
+    significant bit); one pass, or None where these kernels do not apply."""
+    wires = tuple(wires)
+    k = len(wires)
+    if k > MAX_WIRES or not usable(state):
+        return None
+    M = 2 ** k
+    dev = str(state.device)
+    dst, bits = _offsets(wires, tuple(range(M)), n, dev)
+    src = _offsets(wires, tuple(int(p) for p in perm), n, dev)[0]
+    out = torch.empty_like(state, memory_format=torch.contiguous_format)
+    groups = state.shape[0] * 2 ** (n - k)
+    block = _block(M)
+    _permute_kernel[_grid(groups, block)](_floats(state), torch.view_as_real(out), dst, src, bits, groups,
+                                          K=k, M=M, BLOCK=block)
+    return out
+
+
+@functools.lru_cache(maxsize=512)
+def _wire_bits(wires: tuple, n: int, device_str: str):
+    return torch.tensor([n - 1 - w for w in wires], dtype=torch.int64, device=device_str)
+
+
+def apply_diagonal(state: torch.Tensor, diag: torch.Tensor, wires, n: int):
+    """A diagonal ``(2^k,)`` shared or ``(B, 2^k)`` per sample on ``wires`` (wires[0]: the top bit
+    of its index); one pass, or None where these kernels do not apply."""
+    wires = tuple(wires)
+    if not usable(state, diag) or len(wires) > 16:
+        return None
+    per_sample = diag.dim() == 2 and diag.shape[0] != 1
+    B = state.shape[0]
+    if per_sample and diag.shape[0] != B:
+        if B != 1:
+            return None
+        state, B = state.expand(diag.shape[0], -1), diag.shape[0]
+    out = torch.empty((B, 2 ** n), dtype=state.dtype, device=state.device)
+    total = out.numel()
+    _diagonal_kernel[_grid(total, _TILE_AMPLITUDES)](
+        _floats(state), torch.view_as_real(out), _floats(diag.reshape(-1) if not per_sample else diag),
+        _wire_bits(wires, n, str(state.device)), total, n, K=len(wires), PER_SAMPLE=per_sample,
+        BLOCK=_TILE_AMPLITUDES)
+    return out

@@ -214,3 +214,16 @@ def test_the_cuda_engine_route_matches_oracle(monkeypatch, width, dtype):
         out = c(x, state=T(psi0, dtype))
     assert hits and all(hits)
     np.testing.assert_allclose(N(out), _oracle(c, x, psi0), atol=10 * ATOL[dtype])
+
+
+@pytest.mark.parametrize("n,wires,levels,controls", [(5, (2,), None, ()), (5, (4, 0), None, (2,)),
+                                                     (6, (0, 5, 2, 3), (3, 12), ()), (6, (1, 4, 3), None, (0,))])
+@pytest.mark.parametrize("per_sample", [False, True])
+def test_gram_matches_numpy(n, wires, levels, controls, per_sample, dtype):
+    """The matrix gradient kernel of the recorded gates on CUDA."""
+    from .test_recorded import _numpy_gram
+    rng = np.random.default_rng(n * 3 + len(wires))
+    psi, g = oracle.random_state(n, rng, batch=3), oracle.random_state(n, rng, batch=3)
+    got = gpu.gram_levels(T(psi, dtype), T(g, dtype), wires, n, levels, controls, per_sample)
+    np.testing.assert_allclose(N(got), _numpy_gram(psi, g, wires, n, levels, controls, per_sample),
+                               atol=ATOL[dtype])

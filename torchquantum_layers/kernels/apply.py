@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import torch
 
-from . import native
+from . import native, recorded
 from .state import n_wires_of
 
 # A block whose trailing part is this small is widened to a row GEMM (measured: BLAS is
@@ -175,8 +175,21 @@ def _apply_matrix_moved(state, matrix, wires, n):
 _MAX_SPAN = 4
 
 
+def _record_one_pass(state, matrix, wires, n, contiguous_gemm_ok=True):
+    """Whether to record a gate as one node over the one-pass kernels (see kernels.recorded):
+    under autograd, where they exist. On the CPU a contiguous block of 3+ wires keeps torch's
+    GEMM and its GEMM gradient (BLAS beats the scalar gram there)."""
+    if not recorded.records(state, matrix) or not recorded.available(state, len(wires)):
+        return False
+    if state.is_cuda or len(wires) <= 2 or not contiguous_gemm_ok:
+        return True
+    return max(wires) - min(wires) + 1 != len(wires)
+
+
 def apply_matrix_unchecked(state, matrix, wires, n):
     wires = tuple(wires)
+    if _record_one_pass(state, matrix, wires, n):
+        return recorded.record(lambda s, m: apply_matrix_unchecked(s, m, wires, n), state, matrix, wires, n)
     gpu = _gpu_kernels(state)
     if gpu is not None:
         fast = gpu.apply_levels(state, matrix, wires, n)
@@ -464,6 +477,9 @@ def apply_two_level_unchecked(state, block, levels, wires, n, keep_rest=True):
     vanishes outside the pair).
     """
     batched = block.dim() == 3
+    if _record_one_pass(state, block, wires, n, contiguous_gemm_ok=False):
+        return recorded.record(lambda s, m: apply_two_level_unchecked(s, m, levels, wires, n, keep_rest), state,
+                               block, wires, n, levels=tuple(levels))
     gpu = _gpu_kernels(state)
     if gpu is not None:
         fast = gpu.apply_levels(state, block, wires, n, levels=levels, keep_rest=keep_rest)
@@ -495,6 +511,9 @@ def apply_two_level_unchecked(state, block, levels, wires, n, keep_rest=True):
 
 def apply_controlled_unchecked(state, matrix, controls, targets, n):
     """Apply ``matrix`` on ``targets`` only where every control wire is 1."""
+    if _record_one_pass(state, matrix, targets, n, contiguous_gemm_ok=False):
+        return recorded.record(lambda s, m: apply_controlled_unchecked(s, m, controls, targets, n), state, matrix,
+                               targets, n, controls=controls)
     gpu = _gpu_kernels(state)
     fast = None if gpu is None else gpu.apply_levels(state, matrix, targets, n, controls=controls)
     if fast is not None:

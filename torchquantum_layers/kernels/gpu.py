@@ -162,6 +162,58 @@ if triton is not None:
         tl.store(out_ptr + (2 * i)[:, None] + two[None, :], out, mask=live[:, None])
 
 
+if triton is not None:
+    @triton.jit
+    def _gram_kernel(x_ptr, g_ptr, acc_ptr, offs_ptr, bits_ptr, groups, rest_bits, cmask,
+                     K: tl.constexpr, ML: tl.constexpr, PER_SAMPLE: tl.constexpr, BLOCK: tl.constexpr):
+        """acc[(b,) i, j] += Σ_groups g_i conj(x_j) in float64; per sample, a program's groups
+        lie in one sample (BLOCK divides the groups of one)."""
+        pid = tl.program_id(0)
+        g = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+        pos = _group_positions(g, bits_ptr, K)
+        on = (g < groups) & ((pos & cmask) == cmask)
+        cols = tl.arange(0, ML)
+        two = tl.arange(0, 2)
+        offs = tl.load(offs_ptr + cols)
+        at = (2 * (pos[:, None] + offs[None, :]))[:, :, None] + two[None, None, :]
+        x_re, x_im = tl.split(tl.load(x_ptr + at, mask=on[:, None, None], other=0.0).to(tl.float64))
+        out = acc_ptr
+        if PER_SAMPLE:
+            out = acc_ptr + ((pid.to(tl.int64) * BLOCK) >> rest_bits) * (2 * ML * ML)
+        for i in tl.static_range(ML):
+            gi = (2 * (pos + tl.load(offs_ptr + i)))[:, None] + two[None, :]
+            g_re, g_im = tl.split(tl.load(g_ptr + gi, mask=on[:, None], other=0.0).to(tl.float64))
+            row_re = tl.sum(g_re[:, None] * x_re + g_im[:, None] * x_im, axis=0)
+            row_im = tl.sum(g_im[:, None] * x_re - g_re[:, None] * x_im, axis=0)
+            tl.atomic_add(out + 2 * (i * ML + cols), row_re)
+            tl.atomic_add(out + 2 * (i * ML + cols) + 1, row_im)
+
+
+def gram_levels(state: torch.Tensor, grad: torch.Tensor, wires, n: int, levels=None, controls=(),
+                per_sample=False):
+    """The matrix gradient of :func:`apply_levels` (torch's convention): Σ grad_i conj(state_j) over
+    the levels of ``wires`` where every control is 1, summed over the batch ``(M, M)`` or one per
+    sample ``(B, M, M)``, in complex128; one pass over both states, or None where these kernels do
+    not apply."""
+    wires = tuple(wires)
+    k = len(wires)
+    if k > MAX_WIRES or not usable(state, grad) or state.shape != grad.shape:
+        return None
+    levels = tuple(range(2 ** k)) if levels is None else tuple(int(v) for v in levels)
+    ml = len(levels)
+    if ml & (ml - 1):
+        return None
+    B = state.shape[0]
+    offs, bits = _offsets(wires, levels, n, str(state.device))
+    acc = torch.zeros((B, ml, ml) if per_sample else (ml, ml), dtype=torch.complex128, device=state.device)
+    groups = B * 2 ** (n - k)
+    block = min(_block(ml), 2 ** (n - k)) if per_sample else _block(ml)
+    cmask = sum(1 << (n - 1 - c) for c in controls)
+    _gram_kernel[_grid(groups, block)](_floats(state), _floats(grad), torch.view_as_real(acc), offs, bits, groups,
+                                       n - k, cmask, K=k, ML=ml, PER_SAMPLE=bool(per_sample), BLOCK=block)
+    return acc
+
+
 def _grid(groups: int, block: int):
     return (triton.cdiv(groups, block),)
 

@@ -18,6 +18,8 @@
  * (the compiler's vectors) and, for M = 2, 4, 8, 16, has a constant length. (Such gates went
  * through a transpose of every axis, or a gather, a product, a clone and a scatter: 5-54 clones
  * at 2^20 amplitudes.) */
+#include <stdlib.h>
+
 #include "simd.h"
 
 #define LEVELS_MAX_WIRES 10
@@ -277,3 +279,54 @@ int NAME(const T *restrict in, T *restrict out, int64_t len, int64_t k, const in
     for (int64_t q = 0; q < count; ++q) NAME##_scalar(in, out, L->at, pl[q], mt, M);
 DEF_LEVELS(tql_gate_levels_c64, float, f32)
 DEF_LEVELS(tql_gate_levels_c128, double, f64)
+
+/* The matrix gradient of tql_gate_levels (torch's convention for out = m in on the levels):
+ * acc[i][j] += sum over the groups where every control is 1 of g[pos + at[i]] conj(x[pos + at[j]]),
+ * accumulated in double precision; acc is (M, M) complex, interleaved, summed over the batch, or
+ * one per sample (acc + 2 M^2 b) when per > 0. The groups split into nthreads contiguous parts,
+ * each summed apart and added in order, so a result does not depend on the threads' timing.
+ * Returns 0 where tql_gate_levels would. (Torch's way: the wires' axes moved together for both
+ * states, then a GEMM: two extra passes over each.) */
+#define DEF_LEVELS_GRAM(NAME, T) \
+static void NAME##_span(const T *restrict x, const T *restrict g, int64_t len, const levels_layout *L, \
+                        double *restrict acc, int nthreads) { \
+    const int64_t M = L->nlev, groups = len >> L->k, MM2 = 2 * M * M; \
+    int64_t parts = (nthreads > 1 && len >= 32768) ? nthreads : 1; \
+    double *part = parts > 1 ? (double *)calloc((size_t)(parts * MM2), sizeof(double)) : NULL; \
+    if (!part) parts = 1;                           /* one part sums into acc itself */ \
+    _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(parts > 1)") \
+    for (int64_t c = 0; c < parts; ++c) { \
+        double *p = part ? part + c * MM2 : acc; \
+        double xr[LEVELS_MAX_MATRIX], xi[LEVELS_MAX_MATRIX], gr[LEVELS_MAX_MATRIX], gi[LEVELS_MAX_MATRIX]; \
+        const int64_t lo = groups * c / parts, hi = groups * (c + 1) / parts; \
+        for (int64_t r = lo; r < hi; ++r) { \
+            int64_t pos = r; \
+            for (int64_t t = 0; t < L->k; ++t) pos = insert_zero(pos, L->sorted[t]); \
+            if ((pos & L->cmask) != L->cmask) continue; \
+            for (int64_t i = 0; i < M; ++i) { \
+                const int64_t a = 2 * (pos + L->at[i]); \
+                xr[i] = x[a]; xi[i] = x[a + 1]; gr[i] = g[a]; gi[i] = g[a + 1]; \
+            } \
+            for (int64_t i = 0; i < M; ++i) \
+                for (int64_t j = 0; j < M; ++j) { \
+                    p[2 * (i * M + j)] += gr[i] * xr[j] + gi[i] * xi[j]; \
+                    p[2 * (i * M + j) + 1] += gi[i] * xr[j] - gr[i] * xi[j]; \
+                } \
+        } \
+    } \
+    if (part) { \
+        for (int64_t c = 0; c < parts; ++c) \
+            for (int64_t e = 0; e < MM2; ++e) acc[e] += part[c * MM2 + e]; \
+        free(part); \
+    } \
+} \
+int NAME(const T *restrict x, const T *restrict g, int64_t len, int64_t k, const int64_t *bits, int64_t nlev, \
+         const int64_t *levels, int64_t per, int64_t cmask, double *restrict acc, int nthreads) { \
+    levels_layout L; \
+    if (!levels_plan(&L, k, bits, nlev, levels, cmask, per ? per : len)) return 0; \
+    if (!per) { NAME##_span(x, g, len, &L, acc, nthreads); return 1; } \
+    FOR_SAMPLES(NAME##_span(x + 2 * per * b, g + 2 * per * b, per, &L, acc + 2 * nlev * nlev * b, nt)) \
+    return 1; \
+}
+DEF_LEVELS_GRAM(tql_gram_levels_c64, float)
+DEF_LEVELS_GRAM(tql_gram_levels_c128, double)

@@ -1,0 +1,98 @@
+"""Autograd for the one-pass kernels: a gate applied under a recording autograd graph.
+
+The one-pass kernels (native.c / levels.c on the CPU, kernels/gpu.py on CUDA) do not record a
+graph, so under backprop a gate went through torch's ops instead: on scattered wires both the
+forward and the backward moved every axis there and back. :func:`record` wraps a kernel call in
+one ``autograd.Function``: the forward is the unrecorded kernel, the backward applies the
+adjoint matrix with the same kernels (∂L/∂ψ = U† ∂L/∂ψ') and takes the matrix gradient
+Σ ∂L/∂ψ'_i conj(ψ_j) over the levels in one pass over both states (:func:`gram`). Under
+``create_graph`` the backward records itself (the adjoint application through this Function
+again, the gram through torch's ops), so higher derivatives stay exact.
+"""
+from __future__ import annotations
+
+import torch
+
+from . import native
+
+
+def _gpu(state):
+    if not state.is_cuda:
+        return None
+    from . import gpu
+    return gpu if gpu.available() else None
+
+
+def available(state: torch.Tensor, k: int) -> bool:
+    """Whether a gate on k wires of ``state`` has one-pass kernels for both directions here."""
+    if state.is_cuda:
+        gpu = _gpu(state)
+        return gpu is not None and k <= gpu.MAX_WIRES and state.dtype in (torch.complex64, torch.complex128)
+    return native._plain_cpu_state(state) and k <= native.LEVELS_MAX_DENSE_WIRES and native.library() is not None
+
+
+def records(state: torch.Tensor, matrix: torch.Tensor) -> bool:
+    return torch.is_grad_enabled() and (state.requires_grad or matrix.requires_grad)
+
+
+def gram_torch(state, grad, wires, n, levels=None, controls=(), per_sample=False):
+    """:func:`gram` with torch's ops (differentiable; the test reference): the controls' 1
+    slice, the wires' axes moved last, one batched product."""
+    B = grad.shape[0]
+    state = state.expand(B, -1)
+    at = (slice(None),) + tuple(1 if w in controls else slice(None) for w in range(n))
+    rest = [w for w in range(n) if w not in controls]
+    src = [1 + rest.index(w) for w in wires]
+    k = len(wires)
+    dst = list(range(len(rest) + 1 - k, len(rest) + 1))
+
+    def moved(t):
+        t = t.reshape(B, *([2] * n))[at].movedim(src, dst).reshape(B, -1, 2 ** k)
+        return t if levels is None else t[..., list(levels)]
+    out = moved(grad).transpose(1, 2) @ moved(state).conj()
+    return out if per_sample else out.sum(0)
+
+
+def gram(state, grad, wires, n, levels=None, controls=(), per_sample=False):
+    """Σ grad_i conj(state_j) over the local ``levels`` of ``wires`` (all 2^k when None) where
+    every control is 1: ``(M, M)`` summed over the batch, or ``(B, M, M)`` per sample; in the
+    states' dtype. One pass of the kernels where they apply and no graph is recorded."""
+    B = grad.shape[0]
+    if not torch.is_grad_enabled():
+        state = state.expand(B, -1)
+        gpu = _gpu(state)
+        fast = gpu.gram_levels(state, grad, wires, n, levels, controls, per_sample) if gpu is not None else \
+            native.gram_levels(state.contiguous(), grad.resolve_conj().contiguous(), wires, n, levels, controls,
+                               per_sample)
+        if fast is not None:
+            return fast.to(grad.dtype)
+    return gram_torch(state, grad, wires, n, levels, controls, per_sample)
+
+
+class _OnePass(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, state, matrix, apply, spec):
+        ctx.kernel_call, ctx.spec = apply, spec
+        ctx.save_for_backward(state, matrix)
+        with torch.no_grad():
+            return apply(state, matrix)
+
+    @staticmethod
+    def backward(ctx, grad):
+        state, matrix = ctx.saved_tensors
+        wires, n, levels, controls = ctx.spec
+        grad_state = grad_matrix = None
+        if ctx.needs_input_grad[0]:
+            grad_state = ctx.kernel_call(grad, matrix.conj().transpose(-1, -2))
+            if state.shape[0] == 1 and grad_state.shape[0] > 1:
+                grad_state = grad_state.sum(0, keepdim=True)     # a state broadcast over the matrices
+        if ctx.needs_input_grad[1]:
+            per_sample = matrix.dim() == 3 and matrix.shape[0] > 1
+            grad_matrix = gram(state, grad, wires, n, levels, controls, per_sample).reshape(matrix.shape)
+        return grad_state, grad_matrix, None, None
+
+
+def record(apply, state, matrix, wires, n, levels=None, controls=()):
+    """``apply(state, matrix)`` (a kernel call that does not record) as one node of the graph;
+    ``wires``, ``n``, ``levels``, ``controls`` say where the matrix acts, for its gradient."""
+    return _OnePass.apply(state, matrix, apply, (tuple(wires), n, levels, tuple(controls)))

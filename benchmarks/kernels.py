@@ -62,17 +62,23 @@ def bench(n, dtype, device, widths, rounds):
     variants = [("unfused", False, None, False)] + [(f"fused k={w}", True, w, False) for w in widths]
     if torch.device(device).type == "cpu":
         variants.append(("programs", True, None, True))
+    elif widths:
+        # CUDA: blocks in place (Triton) against the register-rotating GEMMs they replaced
+        variants.append((f"fused k={widths[-1]} rotating", True, widths[-1], "rotating"))
     for label, fuse, width, use_programs in variants:
         c = layered(n, dtype, device, fuse, width)
 
         def run(c=c):
             with torch.no_grad():
                 run_circuit(c, state)
-        saved, engine.USE_PROGRAMS = engine.USE_PROGRAMS, use_programs
+        saved, saved_layout = engine.USE_PROGRAMS, engine.rotating_layout
+        engine.USE_PROGRAMS = use_programs is True
+        if use_programs == "rotating":
+            engine.rotating_layout = lambda circuit: True
         try:
             layers[label] = ratio(run) / gates_per_layer
         finally:
-            engine.USE_PROGRAMS = saved
+            engine.USE_PROGRAMS, engine.rotating_layout = saved, saved_layout
     tc = paired(lambda: None, state, 1)[2]
     row = {"n": n, "dtype": str(dtype).replace("torch.", ""), "clone ms": f"{tc * 1e3:.3f}",
            "1q mean": f"{sum(one_q) / len(one_q):.2f}",

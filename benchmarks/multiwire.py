@@ -3,6 +3,11 @@ scattered and contiguous wires, DoubleExcitation (a Givens rotation on two of 16
 controlled two-wire gate, as ratios to ``torch.clone`` of the same state.
 
     python benchmarks/multiwire.py [--n 20,22] [--dtypes c64,c128] [--threads 1] [--keep-freed-memory]
+                                   [--backward]
+
+``--backward``: forward + backward of each gate under autograd (state and angle or matrix
+requiring gradients, a random upstream gradient), through the one-pass kernels
+(kernels/recorded.py) and, in the same run, through torch's ops (the path before them).
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
 from torchquantum_layers import gates as G  # noqa: E402
+from torchquantum_layers.kernels import recorded  # noqa: E402
 
 from common import add_runtime_flags, keep_memory_if_asked, machine, paired, rows_table, set_threads, today  # noqa: E402
 
@@ -39,6 +45,40 @@ def cases(n):
     ]
 
 
+def _operands(gate, wires, dtype, real, gen, grad):
+    data, params = None, (torch.tensor(0.3, dtype=real, requires_grad=grad),)
+    if gate is G.QUBIT_UNITARY:
+        q, _ = torch.linalg.qr(torch.randn(2 ** len(wires), 2 ** len(wires), dtype=torch.complex128, generator=gen))
+        data, params = q.to(dtype).requires_grad_(grad), ()
+    return data, params
+
+
+def bench_backward(n, dtype, rounds):
+    """forward + backward per case, one-pass kernels and torch's ops, as clones."""
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    state = tql.random_state(n, 1, dtype=dtype).requires_grad_(True)
+    upstream = tql.random_state(n, 1, dtype=dtype)
+    gen = torch.Generator().manual_seed(n)
+    row = {"n": n, "dtype": str(dtype).replace("torch.", "")}
+    small = [("RY n/2", G.RY, (n // 2,)), ("RXX (0, n-1)", G.RXX, (0, n - 1)), ("CRY (0, n-1)", G.CRY, (0, n - 1))]
+    for label, gate, wires in small + cases(n):
+        data, params = _operands(gate, wires, dtype, real, gen, True)
+
+        def step():
+            out = gate.apply(state, params, wires, n, data=data)
+            leaves = (state,) + params + ((data,) if data is not None else ())
+            return torch.autograd.grad(out, leaves, upstream)
+        fast = paired(step, state.detach(), rounds)[0]
+        saved = recorded.available
+        recorded.available = lambda s, k: False
+        try:
+            slow = paired(step, state.detach(), rounds)[0]
+        finally:
+            recorded.available = saved
+        row[label] = f"{fast:.1f} ({slow:.1f})"
+    return row
+
+
 def bench(n, dtype, rounds):
     state = tql.random_state(n, 1, dtype=dtype)
     real = torch.float64 if dtype == torch.complex128 else torch.float32
@@ -61,12 +101,16 @@ def main(argv=None):
     ap.add_argument("--n", default="20,22")
     ap.add_argument("--dtypes", default="c64,c128")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved clone/operation rounds (median)")
+    ap.add_argument("--backward", action="store_true", help="forward + backward under autograd instead")
     add_runtime_flags(ap)
     args = ap.parse_args(argv)
     set_threads(args)
     kept = keep_memory_if_asked(args)
-    rows = [bench(int(n), DT[d], args.rounds) for n in args.n.split(",") for d in args.dtypes.split(",")]
-    print(f"# multi-wire gates, {today()}, {machine()}" + (", keep_freed_memory() applied" if kept else ""))
+    run = bench_backward if args.backward else bench
+    rows = [run(int(n), DT[d], args.rounds) for n in args.n.split(",") for d in args.dtypes.split(",")]
+    what = "forward + backward of multi-wire gates: one-pass kernels (torch's ops)" if args.backward \
+        else "multi-wire gates"
+    print(f"# {what}, {today()}, {machine()}" + (", keep_freed_memory() applied" if kept else ""))
     print("ratios are time / time of torch.clone of the same state, median of interleaved rounds (lower is better)")
     print(rows_table(rows))
 

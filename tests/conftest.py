@@ -1,6 +1,14 @@
 """Shared fixtures: every test runs over both dtypes and every device present."""
+import os
+
 import pytest
 import torch
+
+if not torch.cuda.is_available():
+    # Triton's interpreter runs the CUDA kernels (kernels/gpu.py) on CPU tensors; it must be on
+    # before anything imports triton (pytorch-lightning does), or triton.language's own jit
+    # functions are built for a GPU
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 DTYPES = [torch.complex64, torch.complex128]
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

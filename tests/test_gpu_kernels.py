@@ -1,8 +1,7 @@
 """The Triton kernels (kernels/gpu.py) against the dense NumPy oracle: compiled on CUDA where a
-GPU is present, else run by Triton's interpreter on CPU tensors (TRITON_INTERPRET=1, set before
-the module loads), so CI checks the GPU fast path without a GPU. Small registers: the
+GPU is present, else run by Triton's interpreter on CPU tensors (TRITON_INTERPRET=1, which
+conftest.py sets before anything imports triton), so CI checks the GPU fast path without a GPU. Small registers: the
 interpreter runs each Triton op as a NumPy call."""
-import importlib
 import os
 import types
 import zlib
@@ -11,8 +10,6 @@ import numpy as np
 import pytest
 import torch
 
-if not torch.cuda.is_available():
-    os.environ["TRITON_INTERPRET"] = "1"
 pytest.importorskip("triton", reason="Triton ships for Linux x86_64 only (the test extra installs it there)")
 
 from torchquantum_layers import gates  # noqa: E402
@@ -22,8 +19,8 @@ from torchquantum_layers.kernels import gpu  # noqa: E402
 from . import oracle  # noqa: E402
 from .conftest import ATOL  # noqa: E402
 
-if not torch.cuda.is_available() and not gpu.INTERPRETED:
-    gpu = importlib.reload(gpu)         # imported before the variable was set
+assert torch.cuda.is_available() or (gpu.INTERPRETED and os.environ.get("TRITON_INTERPRET") == "1"), \
+    "without a GPU the kernels must run interpreted (tests/conftest.py sets TRITON_INTERPRET)"
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 

@@ -246,6 +246,14 @@ def test_plain_c_bodies_without_avx2(portable_library, monkeypatch, dtype, atol)
         out = native.apply_levels(t, torch.as_tensor(u, dtype=dtype), wires, n, levels=levels, controls=controls,
                                   keep_rest=keep_rest)
         np.testing.assert_allclose(_np(out), want, atol=atol)
+    # the matrix-gradient gram's scalar loop (with AVX2, wires above the lanes take registers)
+    from .test_recorded import _numpy_gram
+    g = oracle.random_state(n, rng, batch=B)
+    for wires, levels, controls in (((1, 3), None, (0,)), ((0, 2, 1, 3), (3, 12), ())):
+        for per_sample in (False, True):
+            got = native.gram_levels(t, torch.as_tensor(g, dtype=dtype), wires, n, levels, controls, per_sample)
+            np.testing.assert_allclose(_np(got), _numpy_gram(psi, g, wires, n, levels, controls, per_sample),
+                                       atol=atol)
 
 
 @needs_native

@@ -287,32 +287,79 @@ DEF_LEVELS(tql_gate_levels_c128, double, f64)
  * each summed apart and added in order, so a result does not depend on the threads' timing.
  * Returns 0 where tql_gate_levels would. (Torch's way: the wires' axes moved together for both
  * states, then a GEMM: two extra passes over each.) */
-#define DEF_LEVELS_GRAM(NAME, T) \
+#define LEVELS_GRAM_VECTOR_MATRIX 8    /* up to 8 levels: 2 x 64 register accumulators */
+#define LEVELS_GRAM_FLUSH 64           /* positions a float accumulator sums before it is added in double */
+#define DEF_LEVELS_GRAM(NAME, T, SUF) \
+static void NAME##_part(const T *restrict x, const T *restrict g, const levels_layout *L, int64_t lo, int64_t hi, \
+                        double *restrict p) { \
+    const int64_t M = L->nlev; \
+    double xr[LEVELS_MAX_MATRIX], xi[LEVELS_MAX_MATRIX], gr[LEVELS_MAX_MATRIX], gi[LEVELS_MAX_MATRIX]; \
+    for (int64_t r = lo; r < hi; ++r) { \
+        int64_t pos = r; \
+        for (int64_t t = 0; t < L->k; ++t) pos = insert_zero(pos, L->sorted[t]); \
+        if ((pos & L->cmask) != L->cmask) continue; \
+        for (int64_t i = 0; i < M; ++i) { \
+            const int64_t a = 2 * (pos + L->at[i]); \
+            xr[i] = x[a]; xi[i] = x[a + 1]; gr[i] = g[a]; gi[i] = g[a + 1]; \
+        } \
+        for (int64_t i = 0; i < M; ++i) \
+            for (int64_t j = 0; j < M; ++j) { \
+                p[2 * (i * M + j)] += gr[i] * xr[j] + gi[i] * xi[j]; \
+                p[2 * (i * M + j) + 1] += gi[i] * xr[j] - gr[i] * xi[j]; \
+            } \
+    } \
+} \
+VECTOR_CODE( \
+/* LANES consecutive positions per step (every gate and control bit above them): per pair (i, j) \
+ * one register sums g_i x_j lane-wise (its reals add up to Re g_i conj(x_j)) and one g_i times \
+ * x_j swapped (odd minus even reals: Im), added into p in double every LEVELS_GRAM_FLUSH steps */ \
+static void NAME##_flush(VEC_##SUF *A, VEC_##SUF *S, int64_t MM, double *restrict p) { \
+    T a[2 * LANES_##SUF], b[2 * LANES_##SUF]; \
+    for (int64_t e = 0; e < MM; ++e) { \
+        STORE_##SUF(a, A[e]); STORE_##SUF(b, S[e]); \
+        double re = 0, im = 0; \
+        for (int l = 0; l < LANES_##SUF; ++l) { re += (double)a[2 * l] + a[2 * l + 1]; im += (double)b[2 * l + 1] - b[2 * l]; } \
+        p[2 * e] += re; p[2 * e + 1] += im; \
+        A[e] = ZERO_##SUF(); S[e] = ZERO_##SUF(); \
+    } \
+} \
+static void NAME##_part_lanes(const T *restrict x, const T *restrict g, const levels_layout *L, int64_t lo, \
+                              int64_t hi, double *restrict p) { \
+    const int64_t M = L->nlev, MM = M * M; \
+    VEC_##SUF A[LEVELS_GRAM_VECTOR_MATRIX * LEVELS_GRAM_VECTOR_MATRIX], S[LEVELS_GRAM_VECTOR_MATRIX * LEVELS_GRAM_VECTOR_MATRIX]; \
+    VEC_##SUF X[LEVELS_GRAM_VECTOR_MATRIX], XS[LEVELS_GRAM_VECTOR_MATRIX]; \
+    for (int64_t e = 0; e < MM; ++e) { A[e] = ZERO_##SUF(); S[e] = ZERO_##SUF(); } \
+    int64_t since = 0; \
+    for (int64_t r = lo; r < hi; r += LANES_##SUF) { \
+        int64_t pos = r; \
+        for (int64_t t = 0; t < L->k; ++t) pos = insert_zero(pos, L->sorted[t]); \
+        if ((pos & L->cmask) != L->cmask) continue; \
+        for (int64_t j = 0; j < M; ++j) { X[j] = LOAD_##SUF(x + 2 * (pos + L->at[j])); XS[j] = SWAP_##SUF(X[j]); } \
+        for (int64_t i = 0; i < M; ++i) { \
+            const VEC_##SUF G = LOAD_##SUF(g + 2 * (pos + L->at[i])); \
+            for (int64_t j = 0; j < M; ++j) { \
+                A[i * M + j] = FMA_##SUF(G, X[j], A[i * M + j]); \
+                S[i * M + j] = FMA_##SUF(G, XS[j], S[i * M + j]); \
+            } \
+        } \
+        if (++since == LEVELS_GRAM_FLUSH) { NAME##_flush(A, S, MM, p); since = 0; } \
+    } \
+    NAME##_flush(A, S, MM, p); \
+} ) \
 static void NAME##_span(const T *restrict x, const T *restrict g, int64_t len, const levels_layout *L, \
                         double *restrict acc, int nthreads) { \
     const int64_t M = L->nlev, groups = len >> L->k, MM2 = 2 * M * M; \
+    int64_t step = 1; \
+    VECTOR_CODE(if (L->run >= LANES_##SUF && M <= LEVELS_GRAM_VECTOR_MATRIX) step = LANES_##SUF;) \
     int64_t parts = (nthreads > 1 && len >= 32768) ? nthreads : 1; \
     double *part = parts > 1 ? (double *)calloc((size_t)(parts * MM2), sizeof(double)) : NULL; \
     if (!part) parts = 1;                           /* one part sums into acc itself */ \
     _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(parts > 1)") \
     for (int64_t c = 0; c < parts; ++c) { \
         double *p = part ? part + c * MM2 : acc; \
-        double xr[LEVELS_MAX_MATRIX], xi[LEVELS_MAX_MATRIX], gr[LEVELS_MAX_MATRIX], gi[LEVELS_MAX_MATRIX]; \
-        const int64_t lo = groups * c / parts, hi = groups * (c + 1) / parts; \
-        for (int64_t r = lo; r < hi; ++r) { \
-            int64_t pos = r; \
-            for (int64_t t = 0; t < L->k; ++t) pos = insert_zero(pos, L->sorted[t]); \
-            if ((pos & L->cmask) != L->cmask) continue; \
-            for (int64_t i = 0; i < M; ++i) { \
-                const int64_t a = 2 * (pos + L->at[i]); \
-                xr[i] = x[a]; xi[i] = x[a + 1]; gr[i] = g[a]; gi[i] = g[a + 1]; \
-            } \
-            for (int64_t i = 0; i < M; ++i) \
-                for (int64_t j = 0; j < M; ++j) { \
-                    p[2 * (i * M + j)] += gr[i] * xr[j] + gi[i] * xi[j]; \
-                    p[2 * (i * M + j) + 1] += gi[i] * xr[j] - gr[i] * xi[j]; \
-                } \
-        } \
+        const int64_t lo = groups / step * c / parts * step, hi = groups / step * (c + 1) / parts * step; \
+        if (step == 1) NAME##_part(x, g, L, lo, hi, p); \
+        VECTOR_CODE(else NAME##_part_lanes(x, g, L, lo, hi, p);) \
     } \
     if (part) { \
         for (int64_t c = 0; c < parts; ++c) \
@@ -328,5 +375,5 @@ int NAME(const T *restrict x, const T *restrict g, int64_t len, int64_t k, const
     FOR_SAMPLES(NAME##_span(x + 2 * per * b, g + 2 * per * b, per, &L, acc + 2 * nlev * nlev * b, nt)) \
     return 1; \
 }
-DEF_LEVELS_GRAM(tql_gram_levels_c64, float)
-DEF_LEVELS_GRAM(tql_gram_levels_c128, double)
+DEF_LEVELS_GRAM(tql_gram_levels_c64, float, f32)
+DEF_LEVELS_GRAM(tql_gram_levels_c128, double, f64)

@@ -145,3 +145,23 @@ def test_gram_threads_split_the_groups(wires, controls, per_sample, dtype):
             np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=0, atol=scale)
     finally:
         torch.set_num_threads(old)
+
+
+def test_a_fixed_gate_keeps_no_copy_of_the_state():
+    """Only a matrix that needs a gradient makes the node save the state it was applied to."""
+    psi = torch.randn(1, 2 ** 6, dtype=torch.complex128).requires_grad_(True)
+    fixed = torch.eye(4, dtype=torch.complex128)
+    out = apply_matrix_unchecked(psi * 1, fixed, (5, 0), 6)
+    saved = out.grad_fn.saved_tensors
+    assert saved[0] is None and saved[1].shape == (4, 4)
+    out.abs().sum().backward()
+    assert psi.grad is not None
+
+
+def test_wide_cpu_gates_keep_torchs_ops():
+    """Past recorded.MAX_CPU_WIRES the CPU records torch's ops (their GEMM beats the scalar gram)."""
+    psi = torch.randn(1, 2 ** 6, dtype=torch.complex128).requires_grad_(True)
+    k = recorded.MAX_CPU_WIRES + 1
+    assert k <= 5
+    out = apply_matrix_unchecked(psi, torch.eye(2 ** k, dtype=torch.complex128), (5, 0, 2, 3, 1)[:k], 6)
+    assert type(out.grad_fn).__name__ != "_OnePassBackward"

@@ -48,9 +48,17 @@ DENSE_CASES = [(5, (0,)), (5, (4,)), (5, (2,)), (5, (3, 4)), (5, (4, 0)), (6, (1
 MODES = ["shared", "per-sample", "broadcast-state", "broadcast-matrix"]
 
 
+@pytest.fixture(params=["tile-2048", "tile-16"])
+def tile(request, monkeypatch):
+    """The amplitudes per program: the default (these registers' samples are shorter than a
+    program: a matrix per group), and 16 (whole programs in one sample: its matrix read once)."""
+    monkeypatch.setattr(gpu, "_TILE_AMPLITUDES", int(request.param.split("-")[1]))
+    return request.param
+
+
 @pytest.mark.parametrize("n,wires", DENSE_CASES)
 @pytest.mark.parametrize("mode", MODES)
-def test_dense_gate_matches_oracle(n, wires, mode, dtype):
+def test_dense_gate_matches_oracle(n, wires, mode, dtype, tile):
     rng = np.random.default_rng(zlib.crc32(repr((n, wires, mode)).encode()))
     u, B = _matrices(mode, 2 ** len(wires), 3, rng)
     psi = oracle.random_state(n, rng, batch=B)
@@ -66,7 +74,7 @@ CONTROL_CASES = [(4, (0,), (3,)), (4, (3,), (0,)), (5, (4, 1), (2,)), (5, (2,), 
 
 @pytest.mark.parametrize("n,controls,targets", CONTROL_CASES)
 @pytest.mark.parametrize("mode", ["shared", "per-sample"])
-def test_controlled_gate_touches_only_the_controlled_block(n, controls, targets, mode, dtype):
+def test_controlled_gate_touches_only_the_controlled_block(n, controls, targets, mode, dtype, tile):
     rng = np.random.default_rng(zlib.crc32(repr((n, controls, targets)).encode()))
     u, B = _matrices(mode, 2 ** len(targets), 2, rng)
     psi = oracle.random_state(n, rng, batch=B)

@@ -200,6 +200,15 @@ def test_levels_kernel_declines_what_it_does_not_take(dtype):
     want = np.stack([oracle.apply_dense(psi[b], u, list(wires), n) for b in range(2)])
     tol = 1e-4 if dtype == torch.complex64 else 1e-10
     np.testing.assert_allclose(_np(A.apply_matrix(t, m, wires)), want, atol=tol)
+    # levels.c's own checks, behind the Python guard: too many levels, a repeated bit
+    bits = torch.tensor([n - 1 - w for w in wires])
+    out = torch.empty_like(t)
+    fn = native._kernel("tql_gate_levels", dtype)
+    assert fn(t.data_ptr(), out.data_ptr(), t.numel(), 7, bits.data_ptr(), 128, torch.arange(128).data_ptr(),
+              m.data_ptr(), 0, 0, 1, 1) == 0
+    twice = torch.tensor([3, 3])
+    assert fn(t.data_ptr(), out.data_ptr(), t.numel(), 2, twice.data_ptr(), 4, torch.arange(4).data_ptr(),
+              m.data_ptr(), 0, 0, 1, 1) == 0
 
 
 @pytest.fixture(scope="module")

@@ -197,19 +197,20 @@ def apply_matrix_unchecked(state, matrix, wires, n):
             return fast
     k = len(wires)
     sw, perm = _sorted(wires)
+    if 2 < k <= native.LEVELS_MAX_DENSE_WIRES and sw[-1] - sw[0] + 1 != k:
+        # scattered wires in one pass (the span's widened GEMM or the transpose of every axis: 16-126
+        # clones at 2^20 for 3-6 wires, 2.2-13 natively), in the matrix's own wire order (no
+        # reordered copy); contiguous ones keep the GEMM (MKL's blocked products beat it there:
+        # 3.2-7.2 vs 2.3-7.5)
+        fast = native.apply_levels(state, matrix, wires, n)
+        if fast is not None:
+            return fast
     if sw != wires:
         matrix = reorder_matrix(matrix, perm)
     if k == 2:
         fast = native.apply_4x4(state, matrix, sw, n)
         if fast is not None:
             return fast         # one pass on any two wires (the einsum / transposes: 5-47 clones)
-    elif k <= native.LEVELS_MAX_DENSE_WIRES and sw[-1] - sw[0] + 1 != k:
-        # scattered wires in one pass (the span's widened GEMM or the transpose of every axis: 16-126
-        # clones at 2^20 for 3-6 wires, 2.2-13 natively); contiguous ones keep the GEMM (MKL's
-        # blocked products beat it there: 3.2-7.2 vs 2.3-7.5)
-        fast = native.apply_levels(state, matrix, sw, n)
-        if fast is not None:
-            return fast
     if sw[-1] - sw[0] + 1 != k:
         if sw[-1] - sw[0] + 1 <= _MAX_SPAN:
             matrix, sw = expand_to_span(matrix, sw)

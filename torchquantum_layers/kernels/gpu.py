@@ -97,19 +97,24 @@ if triton is not None:
         two = tl.arange(0, 2)
         acc_re = tl.zeros((BLOCK, ML), dtype=x_ptr.dtype.element_ty)
         acc_im = tl.zeros((BLOCK, ML), dtype=x_ptr.dtype.element_ty)
-        if PER_SAMPLE:
-            mat = m_ptr + (g >> rest_bits)[:, None, None] * (2 * ML * ML)
+        # PER_SAMPLE 0: one shared matrix; 1: one per sample, the same for the whole program (its
+        # groups lie in one sample); 2: one per group (samples shorter than a program)
+        mat = m_ptr
+        if PER_SAMPLE == 1:
+            mat = m_ptr + ((pid.to(tl.int64) * BLOCK) >> rest_bits) * (2 * ML * ML)
+        if PER_SAMPLE == 2:
+            own = m_ptr + (g >> rest_bits)[:, None, None] * (2 * ML * ML)
         for j in tl.static_range(ML):
             pj = pos + tl.load(offs_ptr + j)
             a = tl.load(x_ptr + (2 * pj)[:, None] + two[None, :], mask=live[:, None], other=0.0)
             a_re, a_im = tl.split(a)
             # column j of the matrix; where a control is 0, of the identity
-            if PER_SAMPLE:
-                u = tl.load(mat + (2 * (rows * ML + j))[None, :, None] + two[None, None, :],
+            if PER_SAMPLE == 2:
+                u = tl.load(own + (2 * (rows * ML + j))[None, :, None] + two[None, None, :],
                             mask=live[:, None, None], other=0.0)
                 u_re, u_im = tl.split(u)
             else:
-                u = tl.load(m_ptr + (2 * (rows * ML + j))[:, None] + two[None, :])
+                u = tl.load(mat + (2 * (rows * ML + j))[:, None] + two[None, :])
                 u_re, u_im = tl.split(u)
                 u_re = u_re[None, :]
                 u_im = u_im[None, :]
@@ -248,10 +253,13 @@ def apply_levels(state: torch.Tensor, matrix: torch.Tensor, wires, n: int, level
     out = torch.empty((B, 2 ** n), dtype=state.dtype, device=state.device)
     groups = B * 2 ** (n - k)
     block = _block(ml)
+    mode = 0
+    if per_sample:      # whole programs in one sample read its matrix once, not once per group
+        mode = 1 if 2 ** (n - k) >= block else 2
     cmask = sum(1 << (n - 1 - c) for c in controls)
     _levels_kernel[_grid(groups, block)](x, torch.view_as_real(out), _floats(matrix), offs, other_offs, bits,
                                          groups, n - k, cmask, K=k, ML=ml, MO=len(others),
-                                         PER_SAMPLE=per_sample, KEEP=bool(keep_rest), BLOCK=block)
+                                         PER_SAMPLE=mode, KEEP=bool(keep_rest), BLOCK=block)
     return out
 
 

@@ -43,6 +43,8 @@ MIN_DIAGONAL_AMPLITUDES = 2 ** 10
 # Dense gates on up to this many scattered wires take levels.c's kernel (beyond, torch's GEMM on
 # the moved axes: 2^k multiply-adds per amplitude are compute-bound either way)
 LEVELS_MAX_DENSE_WIRES = 6
+# what levels.c takes at most (LEVELS_MAX_WIRES, LEVELS_MAX_MATRIX there)
+LEVELS_MAX_WIRES, LEVELS_MAX_MATRIX = 10, 64
 
 
 def _cpu_key() -> str:
@@ -241,6 +243,8 @@ def apply_levels(state: torch.Tensor, matrix: torch.Tensor, wires, n: int, level
     ``wires`` (any order; wires[0] the levels' most significant bit; None: all 2^k of them, a
     dense gate), only where every wire of ``controls`` is 1; the other amplitudes copied (zeroed
     unless ``keep_rest``). One pass (levels.c), or None where not usable."""
+    if len(wires) > LEVELS_MAX_WIRES or (2 ** len(wires) if levels is None else len(levels)) > LEVELS_MAX_MATRIX:
+        return None             # what levels.c declines, before anything is allocated
     m = _gate_operand(state, matrix)
     if m is None:
         return None

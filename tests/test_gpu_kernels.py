@@ -156,20 +156,28 @@ def test_declines_what_it_does_not_take():
     assert gpu.apply_levels(torch.zeros(2, 2 ** 7, dtype=s.dtype, device=DEVICE), three, (0,), 7) is None
 
 
-def test_every_gate_of_the_table_routes_through_the_kernels(monkeypatch, dtype):
-    """Gate.apply for the whole table with apply.py sending every state to these kernels: the
-    wire order, permutation and level conventions handed over agree with the oracle."""
+def _route_every_state(monkeypatch) -> list:
+    """apply.py sends every state to these kernels; the list returned fills with whether each call
+    on a complex state was taken (not the int64 index a fused permutation step is built from)."""
     calls = []
 
     def counted(fn):
-        def run(*args, **kwargs):
-            out = fn(*args, **kwargs)
-            calls.append(out is not None)
+        def run(state, *args, **kwargs):
+            out = fn(state, *args, **kwargs)
+            if state.is_complex():
+                calls.append(out is not None)
             return out
         return run
     routed = types.SimpleNamespace(**{f: counted(getattr(gpu, f))
                                       for f in ("apply_levels", "permute_local", "apply_diagonal")})
     monkeypatch.setattr(kernels_apply, "_gpu_kernels", lambda state: routed)
+    return calls
+
+
+def test_every_gate_of_the_table_routes_through_the_kernels(monkeypatch, dtype):
+    """Gate.apply for the whole table with apply.py sending every state to these kernels: the
+    wire order, permutation and level conventions handed over agree with the oracle."""
+    calls = _route_every_state(monkeypatch)
     n = 5
     for name, g in gates.GATES.items():
         if g.takes_data:
@@ -195,18 +203,7 @@ def test_the_cuda_engine_route_matches_oracle(monkeypatch, width, dtype):
     from torchquantum_layers.engine import build_plan
 
     from .test_engine_layout import _layered, _oracle
-    hits = []
-
-    def counted(fn):
-        def run(state, *args, **kwargs):
-            out = fn(state, *args, **kwargs)
-            if state.is_complex():      # not the int64 index a fused permutation step is built from
-                hits.append(out is not None)
-            return out
-        return run
-    routed = types.SimpleNamespace(**{f: counted(getattr(gpu, f))
-                                      for f in ("apply_levels", "permute_local", "apply_diagonal")})
-    monkeypatch.setattr(kernels_apply, "_gpu_kernels", lambda state: routed)
+    hits = _route_every_state(monkeypatch)
     monkeypatch.setattr(engine, "rotating_layout", lambda circuit: False)
     monkeypatch.setattr(engine, "USE_PROGRAMS", False)
     n, B = 6, 3

@@ -34,6 +34,12 @@ def _gpu_kernels(state: torch.Tensor):
     return gpu if gpu.available() else None
 
 
+def _on_gpu(kernel: str, state: torch.Tensor, *args, **kwargs):
+    """``kernels.gpu.<kernel>(state, ...)`` for a CUDA state, or None where it does not apply."""
+    gpu = _gpu_kernels(state)
+    return None if gpu is None else getattr(gpu, kernel)(state, *args, **kwargs)
+
+
 def check_wires(wires, n_wires: int, what: str = "operator") -> tuple:
     """Validate a wire tuple against n_wires; names what is at fault."""
     if isinstance(wires, int) or (isinstance(wires, torch.Tensor) and wires.dim() == 0):
@@ -190,11 +196,9 @@ def apply_matrix_unchecked(state, matrix, wires, n):
     wires = tuple(wires)
     if _record_one_pass(state, matrix, wires, n):
         return recorded.record(lambda s, m: apply_matrix_unchecked(s, m, wires, n), state, matrix, wires, n)
-    gpu = _gpu_kernels(state)
-    if gpu is not None:
-        fast = gpu.apply_levels(state, matrix, wires, n)
-        if fast is not None:
-            return fast
+    fast = _on_gpu("apply_levels", state, matrix, wires, n)
+    if fast is not None:
+        return fast
     k = len(wires)
     sw, perm = _sorted(wires)
     if 2 < k <= native.LEVELS_MAX_DENSE_WIRES and sw[-1] - sw[0] + 1 != k:
@@ -238,11 +242,9 @@ def apply_matrix(state: torch.Tensor, matrix: torch.Tensor, wires) -> torch.Tens
 
 def apply_diagonal_unchecked(state, diag, wires, n):
     wires = tuple(wires)
-    gpu = _gpu_kernels(state)
-    if gpu is not None:
-        fast = gpu.apply_diagonal(state, diag, wires, n)
-        if fast is not None:
-            return fast
+    fast = _on_gpu("apply_diagonal", state, diag, wires, n)
+    if fast is not None:
+        return fast
     sw, perm = _sorted(wires)
     if sw != wires:
         diag = reorder_vector(diag, perm)
@@ -367,11 +369,9 @@ def apply_permutation_unchecked(state, perm, wires, n):
     """``new[i] = old[perm[i]]`` in the local basis of ``wires``."""
     wires = tuple(wires)
     perm = tuple(int(p) for p in perm)
-    gpu = _gpu_kernels(state)
-    if gpu is not None:
-        fast = gpu.permute_local(state, perm, wires, n)
-        if fast is not None:
-            return fast
+    fast = _on_gpu("permute_local", state, perm, wires, n)
+    if fast is not None:
+        return fast
     sw, order = _sorted(wires)
     if sw != wires:
         perm = tuple(reorder_vector(torch.tensor(perm), order).tolist())
@@ -481,11 +481,9 @@ def apply_two_level_unchecked(state, block, levels, wires, n, keep_rest=True):
     if _record_one_pass(state, block, wires, n, contiguous_gemm_ok=False):
         return recorded.record(lambda s, m: apply_two_level_unchecked(s, m, levels, wires, n, keep_rest), state,
                                block, wires, n, levels=tuple(levels))
-    gpu = _gpu_kernels(state)
-    if gpu is not None:
-        fast = gpu.apply_levels(state, block, wires, n, levels=levels, keep_rest=keep_rest)
-        if fast is not None:
-            return fast
+    fast = _on_gpu("apply_levels", state, block, wires, n, levels=levels, keep_rest=keep_rest)
+    if fast is not None:
+        return fast
     if len(wires) != 2:
         fast = native.apply_levels(state, block, wires, n, levels=levels, keep_rest=keep_rest)
         if fast is not None:
@@ -515,8 +513,7 @@ def apply_controlled_unchecked(state, matrix, controls, targets, n):
     if _record_one_pass(state, matrix, targets, n, contiguous_gemm_ok=False):
         return recorded.record(lambda s, m: apply_controlled_unchecked(s, m, controls, targets, n), state, matrix,
                                targets, n, controls=controls)
-    gpu = _gpu_kernels(state)
-    fast = None if gpu is None else gpu.apply_levels(state, matrix, targets, n, controls=controls)
+    fast = _on_gpu("apply_levels", state, matrix, targets, n, controls=controls)
     if fast is not None:
         return fast
     if len(targets) == 1:

@@ -85,14 +85,24 @@ if triton is not None:
         return g
 
     @triton.jit
+    def _program_items(count, BLOCK: tl.constexpr):
+        """This program's BLOCK indices (int64: registers past 2^31 floats) and which are < count."""
+        i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+        return i, i < count
+
+    @triton.jit
+    def _controlled_groups(groups, bits_ptr, cmask, K: tl.constexpr, BLOCK: tl.constexpr):
+        """This program's groups, which exist, their level-0 positions, and where every control is 1."""
+        g, live = _program_items(groups, BLOCK)
+        pos = _group_positions(g, bits_ptr, K)
+        return g, live, pos, live & ((pos & cmask) == cmask)
+
+    @triton.jit
     def _levels_kernel(x_ptr, out_ptr, m_ptr, offs_ptr, others_ptr, bits_ptr, groups, rest_bits, cmask,
                        K: tl.constexpr, ML: tl.constexpr, MO: tl.constexpr, PER_SAMPLE: tl.constexpr,
                        KEEP: tl.constexpr, BLOCK: tl.constexpr):
         pid = tl.program_id(0)
-        g = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-        live = g < groups
-        pos = _group_positions(g, bits_ptr, K)
-        on = live & ((pos & cmask) == cmask)
+        g, live, pos, on = _controlled_groups(groups, bits_ptr, cmask, K, BLOCK)
         rows = tl.arange(0, ML)
         two = tl.arange(0, 2)
         acc_re = tl.zeros((BLOCK, ML), dtype=x_ptr.dtype.element_ty)
@@ -139,9 +149,7 @@ if triton is not None:
     @triton.jit
     def _permute_kernel(x_ptr, out_ptr, dst_ptr, src_ptr, bits_ptr, groups,
                         K: tl.constexpr, M: tl.constexpr, BLOCK: tl.constexpr):
-        pid = tl.program_id(0)
-        g = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-        live = g < groups
+        g, live = _program_items(groups, BLOCK)
         pos = _group_positions(g, bits_ptr, K)
         two = tl.arange(0, 2)
         for j in tl.static_range(M):
@@ -152,9 +160,7 @@ if triton is not None:
     @triton.jit
     def _diagonal_kernel(x_ptr, out_ptr, d_ptr, bits_ptr, total, n,
                          K: tl.constexpr, PER_SAMPLE: tl.constexpr, BLOCK: tl.constexpr):
-        pid = tl.program_id(0)
-        i = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-        live = i < total
+        i, live = _program_items(total, BLOCK)
         local = tl.zeros((BLOCK,), dtype=tl.int64)
         for t in tl.static_range(K):        # bits_ptr in wire order: wires[0] the top bit
             local = (local << 1) | ((i >> tl.load(bits_ptr + t)) & 1)
@@ -174,9 +180,7 @@ if triton is not None:
         """acc[(b,) i, j] += Σ_groups g_i conj(x_j) in float64; per sample, a program's groups
         lie in one sample (BLOCK divides the groups of one)."""
         pid = tl.program_id(0)
-        g = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-        pos = _group_positions(g, bits_ptr, K)
-        on = (g < groups) & ((pos & cmask) == cmask)
+        g, live, pos, on = _controlled_groups(groups, bits_ptr, cmask, K, BLOCK)
         cols = tl.arange(0, ML)
         two = tl.arange(0, 2)
         offs = tl.load(offs_ptr + cols)

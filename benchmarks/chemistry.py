@@ -114,6 +114,7 @@ def matrix_build_ms(dtype):
 def breakdown(dtype, repeats):
     """Forward pass split by hand (the profiler's own overhead distorts these small ops)."""
     from torchquantum_layers import engine as E
+    from torchquantum_layers.kernels.apply import apply_matrix_unchecked, apply_two_level_unchecked
     from torchquantum_layers.observables import expectation
     H, info, c = lih_circuit(dtype)
     plan = E.build_plan(c)
@@ -121,17 +122,29 @@ def breakdown(dtype, repeats):
     singles = [s for s in plan.steps if s.kind == "single"]
     from collections import Counter
     names = ", ".join(f"{k} {v}" for k, v in Counter(s.ops[0].gate.name for s in singles).items())
+    def operator(op):
+        """What the op's kernel takes: a Givens rotation's 2 x 2 block, else the dense matrix."""
+        angles = c.angle_values(op, None)
+        if op.gate.kind == "two-level":
+            return op.gate.block_fn(angles, c.dtype, c.device)
+        return op.gate.matrix(angles, n_wires=len(op.wires), dtype=c.dtype, device=c.device)
+
+    def apply_operator(st, op, m):
+        if op.gate.kind == "two-level":
+            return apply_two_level_unchecked(st, m, op.gate.levels, op.wires, c.n_wires)
+        return apply_matrix_unchecked(st, m, op.wires, c.n_wires)
+
     with torch.no_grad():
-        mats = [E.op_matrix(c, s.ops[0], None) for s in singles]
+        mats = [operator(s.ops[0]) for s in singles]
 
         def build():
             for s in singles:
-                E.op_matrix(c, s.ops[0], None)
+                operator(s.ops[0])
 
         def apply():
             st = state
             for s, m in zip(singles, mats):
-                st = E.apply_matrix_unchecked(st, m, s.ops[0].wires, c.n_wires)
+                st = apply_operator(st, s.ops[0], m)
 
         psi = E.run_circuit(c, state)
         out = {"forward (engine)": timeit(lambda: E.run_circuit(c, state), repeats=repeats, min_time=0.0),

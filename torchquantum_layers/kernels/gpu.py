@@ -128,7 +128,7 @@ if triton is not None:
                 u_re, u_im = tl.split(u)
                 u_re = u_re[None, :]
                 u_im = u_im[None, :]
-            eye = (rows == j).to(acc_re.dtype)[None, :]
+            eye = (rows == j).to(acc_re.dtype)[None, :] if KEEP else tl.zeros((1, ML), dtype=acc_re.dtype)
             u_re = tl.where(on[:, None], u_re, eye)
             u_im = tl.where(on[:, None], u_im, 0.0)
             acc_re += a_re[:, None] * u_re - a_im[:, None] * u_im
@@ -141,9 +141,8 @@ if triton is not None:
             at = (2 * pj)[:, None] + two[None, :]
             if KEEP:
                 v = tl.load(x_ptr + at, mask=live[:, None], other=0.0)
-            else:
-                # a generator vanishes off its levels, but where a control is 0 it is the identity
-                v = tl.load(x_ptr + at, mask=(live & ~on)[:, None], other=0.0)
+            else:       # a generator vanishes off its levels and where a control is 0 (as levels.c)
+                v = tl.zeros((BLOCK, 2), dtype=acc_re.dtype)
             tl.store(out_ptr + at, v, mask=live[:, None])
 
     @triton.jit
@@ -231,8 +230,9 @@ def apply_levels(state: torch.Tensor, matrix: torch.Tensor, wires, n: int, level
                  keep_rest=True):
     """``matrix`` ((M, M) shared or (B, M, M) per sample) on the local ``levels`` of ``wires`` (any
     order, wires[0] the levels' most significant bit; None: all 2^k, a dense gate), only where
-    every wire of ``controls`` is 1; the other amplitudes copied (zeroed unless ``keep_rest``,
-    except where a control is 0). One pass, or None where these kernels do not apply."""
+    every wire of ``controls`` is 1; the other amplitudes copied (zeroed unless ``keep_rest``: a
+    generator, which vanishes off its levels and its controls, as levels.c). One pass, or None
+    where these kernels do not apply."""
     wires = tuple(wires)
     k = len(wires)
     if k > MAX_WIRES or not usable(state, matrix):

@@ -150,6 +150,8 @@ def _tensordot_apply(psi, u, wires, n):
 # (wires in the matrix's order, levels (None: all), controls, per sample, keep the rest)
 LEVEL_CASES = [
     ((0, 6, 12), None, (), False, True),             # the last wire among them: positions gathered
+    ((11, 3, 7), None, (2,), True, True),            # the next-to-last wire, a control above the lanes
+    ((12, 11, 5, 0), None, (), False, True),         # both of complex64's lane bits
     ((2, 5, 9), None, (), True, True),               # every bit above a register: whole registers
     ((9, 2, 5, 0), None, (), False, True),           # descending and mixed order, 4 wires
     ((0, 4, 8, 12), (3, 12), (), True, True),        # DoubleExcitation's levels

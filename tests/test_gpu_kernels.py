@@ -90,13 +90,15 @@ LEVEL_CASES = [(5, (1, 3), (0, 3)), (5, (4, 0, 2), (3, 4)), (6, (0, 5, 2, 3), (3
 @pytest.mark.parametrize("n,wires,levels", LEVEL_CASES)
 @pytest.mark.parametrize("keep_rest", [True, False])
 @pytest.mark.parametrize("controlled", [False, True])
-def test_levels_subset_matches_oracle(n, wires, levels, keep_rest, controlled, dtype):
-    """A block on some local levels (Givens rotations; zeroed elsewhere: their generators)."""
+@pytest.mark.parametrize("one_state", [False, True])
+def test_levels_subset_matches_oracle(n, wires, levels, keep_rest, controlled, one_state, dtype):
+    """A block on some local levels (Givens rotations; zeroed elsewhere: their generators), per
+    sample, on as many states or on one state every sample reads."""
     rng = np.random.default_rng(zlib.crc32(repr((n, wires, levels, keep_rest)).encode()))
     m = len(levels)
     B = 2
     blocks = rng.standard_normal((B, m, m)) + 1j * rng.standard_normal((B, m, m))
-    psi = oracle.random_state(n, rng, batch=B)
+    psi = oracle.random_state(n, rng, batch=1 if one_state else B)
     controls = tuple(w for w in range(n) if w not in wires)[:1] if controlled else ()
     out = gpu.apply_levels(T(psi, dtype), T(blocks, dtype), wires, n, levels=levels, controls=controls,
                            keep_rest=keep_rest)
@@ -109,7 +111,7 @@ def test_levels_subset_matches_oracle(n, wires, levels, keep_rest, controlled, d
             oracle.full_operator(full, wires, n)
         if controls and not keep_rest:      # a generator: zero where a control is 0 too
             op = op - oracle.controlled_on_wires(np.zeros((1, d, d)), controls, wires, n)[0]
-        expect.append(op @ psi[b])
+        expect.append(op @ psi[0 if one_state else b])
     np.testing.assert_allclose(N(out), np.stack(expect), atol=10 * ATOL[dtype])
 
 

@@ -98,7 +98,7 @@ if triton is not None:
         return g, live, pos, live & ((pos & cmask) == cmask)
 
     @triton.jit
-    def _levels_kernel(x_ptr, out_ptr, m_ptr, offs_ptr, others_ptr, bits_ptr, groups, rest_bits, cmask,
+    def _levels_kernel(x_ptr, out_ptr, m_ptr, offs_ptr, others_ptr, bits_ptr, groups, rest_bits, cmask, read_mask,
                        K: tl.constexpr, ML: tl.constexpr, MO: tl.constexpr, PER_SAMPLE: tl.constexpr,
                        KEEP: tl.constexpr, BLOCK: tl.constexpr):
         pid = tl.program_id(0)
@@ -115,7 +115,8 @@ if triton is not None:
         if PER_SAMPLE == 2:
             own = m_ptr + (g >> rest_bits)[:, None, None] * (2 * ML * ML)
         for j in tl.static_range(ML):
-            pj = pos + tl.load(offs_ptr + j)
+            # read_mask: the sample bits cleared where one input state serves every sample
+            pj = (pos & read_mask) + tl.load(offs_ptr + j)
             a = tl.load(x_ptr + (2 * pj)[:, None] + two[None, :], mask=live[:, None], other=0.0)
             a_re, a_im = tl.split(a)
             # column j of the matrix; where a control is 0, of the identity
@@ -140,7 +141,8 @@ if triton is not None:
             pj = pos + tl.load(others_ptr + j)
             at = (2 * pj)[:, None] + two[None, :]
             if KEEP:
-                v = tl.load(x_ptr + at, mask=live[:, None], other=0.0)
+                src = (2 * ((pos & read_mask) + tl.load(others_ptr + j)))[:, None] + two[None, :]
+                v = tl.load(x_ptr + src, mask=live[:, None], other=0.0)
             else:       # a generator vanishes off its levels and where a control is 0 (as levels.c)
                 v = tl.zeros((BLOCK, 2), dtype=acc_re.dtype)
             tl.store(out_ptr + at, v, mask=live[:, None])
@@ -244,10 +246,12 @@ def apply_levels(state: torch.Tensor, matrix: torch.Tensor, wires, n: int, level
         return None             # tl.arange needs a power of two
     B = state.shape[0]
     per_sample = matrix.dim() == 3 and matrix.shape[0] != 1
+    read_mask = -1
     if per_sample and matrix.shape[0] != B:
         if B != 1:
             return None
-        state, B = state.expand(matrix.shape[0], -1), matrix.shape[0]
+        # one state under per-sample matrices: every sample reads it (no expanded copy)
+        B, read_mask = matrix.shape[0], 2 ** n - 1
     matrix = matrix.reshape(ml, ml) if matrix.dim() == 3 and not per_sample else matrix
     dev = str(state.device)
     offs, bits = _offsets(wires, levels, n, dev)
@@ -262,7 +266,7 @@ def apply_levels(state: torch.Tensor, matrix: torch.Tensor, wires, n: int, level
         mode = 1 if 2 ** (n - k) >= block else 2
     cmask = sum(1 << (n - 1 - c) for c in controls)
     _levels_kernel[_grid(groups, block)](x, torch.view_as_real(out), _floats(matrix), offs, other_offs, bits,
-                                         groups, n - k, cmask, K=k, ML=ml, MO=len(others),
+                                         groups, n - k, cmask, read_mask, K=k, ML=ml, MO=len(others),
                                          PER_SAMPLE=mode, KEEP=bool(keep_rest), BLOCK=block)
     return out
 

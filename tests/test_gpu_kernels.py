@@ -126,12 +126,12 @@ def test_permutation_matches_oracle(n, wires, dtype):
 
 
 @pytest.mark.parametrize("n,wires", [(5, (2,)), (5, (4, 0)), (6, (5, 1, 3)), (6, (0, 2, 3, 5, 1))])
-@pytest.mark.parametrize("per_sample", [False, True])
+@pytest.mark.parametrize("per_sample", [False, True, "one state"])
 def test_diagonal_matches_oracle(n, wires, per_sample, dtype):
     rng = np.random.default_rng(zlib.crc32(repr((n, wires, per_sample)).encode()))
     d, B = 2 ** len(wires), 3
     diag = np.stack([oracle.random_phases(d, rng) for _ in range(B)]) if per_sample else oracle.random_phases(d, rng)
-    psi = oracle.random_state(n, rng, batch=B)
+    psi = oracle.random_state(n, rng, batch=1 if per_sample == "one state" else B)
     out = gpu.apply_diagonal(T(psi, dtype), T(diag, dtype), wires, n)
     np.testing.assert_allclose(N(out), oracle.apply_diagonal_dense(psi, diag, wires, n), atol=ATOL[dtype])
 

@@ -159,7 +159,7 @@ if triton is not None:
             tl.store(out_ptr + dst, tl.load(x_ptr + src, mask=live[:, None]), mask=live[:, None])
 
     @triton.jit
-    def _diagonal_kernel(x_ptr, out_ptr, d_ptr, bits_ptr, total, n,
+    def _diagonal_kernel(x_ptr, out_ptr, d_ptr, bits_ptr, total, n, read_mask,
                          K: tl.constexpr, PER_SAMPLE: tl.constexpr, BLOCK: tl.constexpr):
         i, live = _program_items(total, BLOCK)
         local = tl.zeros((BLOCK,), dtype=tl.int64)
@@ -168,7 +168,8 @@ if triton is not None:
         if PER_SAMPLE:
             local += (i >> n) << K
         two = tl.arange(0, 2)
-        a_re, a_im = tl.split(tl.load(x_ptr + (2 * i)[:, None] + two[None, :], mask=live[:, None], other=0.0))
+        a_re, a_im = tl.split(tl.load(x_ptr + (2 * (i & read_mask))[:, None] + two[None, :], mask=live[:, None],
+                                      other=0.0))
         d_re, d_im = tl.split(tl.load(d_ptr + (2 * local)[:, None] + two[None, :], mask=live[:, None], other=0.0))
         out = tl.join(a_re * d_re - a_im * d_im, a_re * d_im + a_im * d_re)
         tl.store(out_ptr + (2 * i)[:, None] + two[None, :], out, mask=live[:, None])
@@ -303,14 +304,15 @@ def apply_diagonal(state: torch.Tensor, diag: torch.Tensor, wires, n: int):
         return None
     per_sample = diag.dim() == 2 and diag.shape[0] != 1
     B = state.shape[0]
+    read_mask = -1
     if per_sample and diag.shape[0] != B:
         if B != 1:
             return None
-        state, B = state.expand(diag.shape[0], -1), diag.shape[0]
+        B, read_mask = diag.shape[0], 2 ** n - 1      # one state, read by every sample in place
     out = torch.empty((B, 2 ** n), dtype=state.dtype, device=state.device)
     total = out.numel()
     _diagonal_kernel[_grid(total, _TILE_AMPLITUDES)](
         _floats(state), torch.view_as_real(out), _floats(diag.reshape(-1) if not per_sample else diag),
-        _wire_bits(wires, n, str(state.device)), total, n, K=len(wires), PER_SAMPLE=per_sample,
+        _wire_bits(wires, n, str(state.device)), total, n, read_mask, K=len(wires), PER_SAMPLE=per_sample,
         BLOCK=_TILE_AMPLITUDES)
     return out

@@ -125,6 +125,18 @@ def test_permutation_matches_oracle(n, wires, dtype):
     np.testing.assert_array_equal(N(out), N(T(ref, dtype)))     # amplitudes move exactly
 
 
+@pytest.mark.parametrize("n,lo,hi", [(5, 0, 4), (5, 1, 3), (6, 3, 5), (6, 0, 2), (4, 2, 2)])
+def test_span_gather_matches_numpy(n, lo, hi, dtype):
+    """The engine's fused permutation runs: new[.., s, ..] = old[.., idx[s], ..] on wires lo..hi."""
+    rng = np.random.default_rng(n * 10 + lo + hi)
+    S = 2 ** (hi - lo + 1)
+    idx = rng.permutation(S)
+    psi = oracle.random_state(n, rng, batch=2)
+    out = gpu.gather_span(T(psi, dtype), torch.as_tensor(idx, device=DEVICE), lo, hi, n)
+    want = psi.reshape(2, 2 ** lo, S, 2 ** (n - hi - 1))[:, :, idx, :].reshape(2, -1)
+    np.testing.assert_array_equal(N(out), N(T(want, dtype)))
+
+
 @pytest.mark.parametrize("n,wires", [(5, (2,)), (5, (4, 0)), (6, (5, 1, 3)), (6, (0, 2, 3, 5, 1))])
 @pytest.mark.parametrize("per_sample", [False, True, "one state"])
 def test_diagonal_matches_oracle(n, wires, per_sample, dtype):
@@ -173,7 +185,7 @@ def _route_every_state(monkeypatch) -> list:
             return out
         return run
     routed = types.SimpleNamespace(**{f: counted(getattr(gpu, f))
-                                      for f in ("apply_levels", "permute_local", "apply_diagonal")})
+                                      for f in ("apply_levels", "permute_local", "apply_diagonal", "gather_span")})
     monkeypatch.setattr(kernels_apply, "_gpu_kernels", lambda state: routed)
     return calls
 

@@ -323,6 +323,9 @@ def gather_span(state: torch.Tensor, idx: torch.Tensor, lo: int, hi: int, n: int
     a span that ends the register is a ``gather`` on rows widened to at least
     ``_MIN_GATHER_ROW`` amplitudes: ``index_select`` there copies one amplitude at a time.
     """
+    fast = _on_gpu("gather_span", state, idx, lo, hi, n)
+    if fast is not None:
+        return fast
     B = state.shape[0]
     S = idx.shape[0]
     L, R = 2 ** lo, 2 ** (n - hi - 1)

@@ -11,6 +11,8 @@ gathered and scattered. These kernels see only (matrix, wires), as the C ones do
 - :func:`permute_local`: a permutation of the local basis of k wires (X, CNOT, SWAP, Toffoli),
   no arithmetic and no index over the register.
 - :func:`apply_diagonal`: a diagonal on k wires, shared or per sample.
+- :func:`gather_span`: a permutation of the basis of a span of wires given by its index (the
+  engine's fused permutation runs), the index read from cache instead of one of 2^n entries.
 
 Triton has no complex type, so a state is read as its float view (``torch.view_as_real``): each
 amplitude a (re, im) pair, split and joined in registers. The kernels run where Triton is
@@ -223,6 +225,32 @@ def gram_levels(state: torch.Tensor, grad: torch.Tensor, wires, n: int, levels=N
     _gram_kernel[_grid(groups, block)](_floats(state), _floats(grad), torch.view_as_real(acc), offs, bits, groups,
                                        n - k, cmask, K=k, ML=ml, PER_SAMPLE=bool(per_sample), BLOCK=block)
     return acc
+
+
+if triton is not None:
+    @triton.jit
+    def _span_gather_kernel(x_ptr, out_ptr, idx_ptr, total, log_r, log_s, BLOCK: tl.constexpr):
+        """out[.., s, r] = x[.., idx[s], r] with r the low log_r bits of the flat index and s the
+        log_s bits above them: the index table is read per amplitude from cache, not a 2^n one."""
+        i, live = _program_items(total, BLOCK)
+        r = i & ((1 << log_r) - 1)
+        s = (i >> log_r) & ((1 << log_s) - 1)
+        src = ((i >> (log_r + log_s)) << (log_r + log_s)) | (tl.load(idx_ptr + s, mask=live, other=0) << log_r) | r
+        two = tl.arange(0, 2)
+        v = tl.load(x_ptr + (2 * src)[:, None] + two[None, :], mask=live[:, None], other=0.0)
+        tl.store(out_ptr + (2 * i)[:, None] + two[None, :], v, mask=live[:, None])
+
+
+def gather_span(state: torch.Tensor, idx: torch.Tensor, lo: int, hi: int, n: int):
+    """``new[.., i, ..] = old[.., idx[i], ..]`` on the span of wires lo..hi (``idx``: 2^(hi-lo+1)
+    int64 on the state's device); one pass, or None where these kernels do not apply."""
+    if not usable(state) or idx.dtype != torch.int64 or idx.device != state.device:
+        return None
+    out = torch.empty_like(state, memory_format=torch.contiguous_format)
+    total = out.numel()
+    _span_gather_kernel[_grid(total, _TILE_AMPLITUDES)](_floats(state), torch.view_as_real(out), idx.contiguous(),
+                                                        total, n - 1 - hi, hi - lo + 1, BLOCK=_TILE_AMPLITUDES)
+    return out
 
 
 def _grid(groups: int, block: int):

@@ -60,7 +60,8 @@ def bench_backward(n, dtype, rounds):
     upstream = tql.random_state(n, 1, dtype=dtype)
     gen = torch.Generator().manual_seed(n)
     row = {"n": n, "dtype": str(dtype).replace("torch.", "")}
-    small = [("RY n/2", G.RY, (n // 2,)), ("RXX (0, n-1)", G.RXX, (0, n - 1)), ("CRY (0, n-1)", G.CRY, (0, n - 1))]
+    small = [("RY n/2", G.RY, (n // 2,)), ("RXX (0, n-1)", G.RXX, (0, n - 1)), ("CRY (0, n-1)", G.CRY, (0, n - 1)),
+             ("RZ n/2", G.RZ, (n // 2,)), ("RZZ (0, n-1)", G.RZZ, (0, n - 1)), ("CP (3, n-3)", G.CP, (3, n - 3))]
     for label, gate, wires in small + cases(n):
         data, params = _operands(gate, wires, dtype, real, gen, True)
 

@@ -165,3 +165,30 @@ def test_wide_cpu_gates_keep_torchs_ops():
     assert k <= 5
     out = apply_matrix_unchecked(psi, torch.eye(2 ** k, dtype=torch.complex128), (5, 0, 2, 3, 1)[:k], 6)
     assert type(out.grad_fn).__name__ != "_OnePassBackward"
+
+
+@pytest.mark.parametrize("wires", [(2,), (4, 0), (1, 2)])
+@pytest.mark.parametrize("batch", ["shared", "per-sample", "broadcast-state"])
+def test_diagonal_gate_gradients(wires, batch):
+    """RZ / RZZ / CP-like diagonals: one node, the gradient the diagonal of the gram."""
+    from torchquantum_layers.kernels.apply import apply_diagonal_unchecked
+    rng = np.random.default_rng(len(wires) * 5 + len(batch))
+    d = 2 ** len(wires)
+    psi = _c128(oracle.random_state(5, rng, batch=1 if batch == "broadcast-state" else 2))
+    shape = (d,) if batch == "shared" else (2, d)
+    diag = _c128(rng.standard_normal(shape) + 1j * rng.standard_normal(shape))
+    fn = lambda s, v: apply_diagonal_unchecked(s, v, wires, 5)  # noqa: E731
+    assert type(fn(psi, diag).grad_fn).__name__ == "_OnePassBackward"
+    assert torch.autograd.gradcheck(fn, (psi, diag))
+    assert torch.autograd.gradgradcheck(fn, (psi, diag))
+
+
+@pytest.mark.parametrize("wires", [(3, 0), (4,), (1, 2)])   # positions one by one, and in registers
+def test_diagonal_only_gram_is_the_grams_diagonal(wires, dtype):
+    rng = np.random.default_rng(3)
+    psi, g = oracle.random_state(5, rng, batch=2), oracle.random_state(5, rng, batch=2)
+    T = lambda a: torch.as_tensor(a, dtype=dtype)  # noqa: E731
+    full = native.gram_levels(T(psi), T(g), wires, 5)
+    only = native.gram_levels(T(psi), T(g), wires, 5, diagonal_only=True)
+    np.testing.assert_allclose(only.diagonal().numpy(), full.diagonal().numpy(), atol=1e-12)
+    assert not only.numpy()[~np.eye(2 ** len(wires), dtype=bool)].any()

@@ -242,6 +242,12 @@ def apply_matrix(state: torch.Tensor, matrix: torch.Tensor, wires) -> torch.Tens
 
 def apply_diagonal_unchecked(state, diag, wires, n):
     wires = tuple(wires)
+    if len(wires) <= recorded.MAX_DIAGONAL_WIRES and recorded.records(state, diag) and \
+            recorded.available(state, len(wires)):
+        # one node: one pass each way (torch's broadcast multiply and its reduction: 6-20 clones
+        # for RZ / RZZ / CP forward + backward at 2^20)
+        return recorded.record(lambda s, d: apply_diagonal_unchecked(s, d, wires, n), state, diag, wires, n,
+                               diagonal=True)
     fast = _on_gpu("apply_diagonal", state, diag, wires, n)
     if fast is not None:
         return fast

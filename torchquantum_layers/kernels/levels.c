@@ -285,13 +285,14 @@ DEF_LEVELS(tql_gate_levels_c128, double, f64)
  * accumulated in double precision; acc is (M, M) complex, interleaved, summed over the batch, or
  * one per sample (acc + 2 M^2 b) when per > 0. The groups split into nthreads contiguous parts,
  * each summed apart and added in order, so a result does not depend on the threads' timing.
+ * diag: the diagonal entries only (a diagonal gate's gradient), the rest left as they were.
  * Returns 0 where tql_gate_levels would. (Torch's way: the wires' axes moved together for both
  * states, then a GEMM: two extra passes over each.) */
 #define LEVELS_GRAM_VECTOR_MATRIX 8    /* up to 8 levels: 2 x 64 register accumulators */
 #define LEVELS_GRAM_FLUSH 64           /* positions a float accumulator sums before it is added in double */
 #define DEF_LEVELS_GRAM(NAME, T, SUF) \
 static void NAME##_part(const T *restrict x, const T *restrict g, const levels_layout *L, int64_t lo, int64_t hi, \
-                        double *restrict p) { \
+                        double *restrict p, int diag) { \
     const int64_t M = L->nlev; \
     double xr[LEVELS_MAX_MATRIX], xi[LEVELS_MAX_MATRIX], gr[LEVELS_MAX_MATRIX], gi[LEVELS_MAX_MATRIX]; \
     for (int64_t r = lo; r < hi; ++r) { \
@@ -303,7 +304,7 @@ static void NAME##_part(const T *restrict x, const T *restrict g, const levels_l
             xr[i] = x[a]; xi[i] = x[a + 1]; gr[i] = g[a]; gi[i] = g[a + 1]; \
         } \
         for (int64_t i = 0; i < M; ++i) \
-            for (int64_t j = 0; j < M; ++j) { \
+            for (int64_t j = diag ? i : 0; j < (diag ? i + 1 : M); ++j) { \
                 p[2 * (i * M + j)] += gr[i] * xr[j] + gi[i] * xi[j]; \
                 p[2 * (i * M + j) + 1] += gi[i] * xr[j] - gr[i] * xi[j]; \
             } \
@@ -324,7 +325,7 @@ static void NAME##_flush(VEC_##SUF *A, VEC_##SUF *S, int64_t MM, double *restric
     } \
 } \
 static void NAME##_part_lanes(const T *restrict x, const T *restrict g, const levels_layout *L, int64_t lo, \
-                              int64_t hi, double *restrict p) { \
+                              int64_t hi, double *restrict p, int diag) { \
     const int64_t M = L->nlev, MM = M * M; \
     VEC_##SUF A[LEVELS_GRAM_VECTOR_MATRIX * LEVELS_GRAM_VECTOR_MATRIX], S[LEVELS_GRAM_VECTOR_MATRIX * LEVELS_GRAM_VECTOR_MATRIX]; \
     VEC_##SUF X[LEVELS_GRAM_VECTOR_MATRIX], XS[LEVELS_GRAM_VECTOR_MATRIX]; \
@@ -337,7 +338,7 @@ static void NAME##_part_lanes(const T *restrict x, const T *restrict g, const le
         for (int64_t j = 0; j < M; ++j) { X[j] = LOAD_##SUF(x + 2 * (pos + L->at[j])); XS[j] = SWAP_##SUF(X[j]); } \
         for (int64_t i = 0; i < M; ++i) { \
             const VEC_##SUF G = LOAD_##SUF(g + 2 * (pos + L->at[i])); \
-            for (int64_t j = 0; j < M; ++j) { \
+            for (int64_t j = diag ? i : 0; j < (diag ? i + 1 : M); ++j) { \
                 A[i * M + j] = FMA_##SUF(G, X[j], A[i * M + j]); \
                 S[i * M + j] = FMA_##SUF(G, XS[j], S[i * M + j]); \
             } \
@@ -347,7 +348,7 @@ static void NAME##_part_lanes(const T *restrict x, const T *restrict g, const le
     NAME##_flush(A, S, MM, p); \
 } ) \
 static void NAME##_span(const T *restrict x, const T *restrict g, int64_t len, const levels_layout *L, \
-                        double *restrict acc, int nthreads) { \
+                        double *restrict acc, int diag, int nthreads) { \
     const int64_t M = L->nlev, groups = len >> L->k, MM2 = 2 * M * M; \
     int64_t step = 1; \
     VECTOR_CODE(if (L->run >= LANES_##SUF && M <= LEVELS_GRAM_VECTOR_MATRIX) step = LANES_##SUF;) \
@@ -358,8 +359,8 @@ static void NAME##_span(const T *restrict x, const T *restrict g, int64_t len, c
     for (int64_t c = 0; c < parts; ++c) { \
         double *p = part ? part + c * MM2 : acc; \
         const int64_t lo = groups / step * c / parts * step, hi = groups / step * (c + 1) / parts * step; \
-        if (step == 1) NAME##_part(x, g, L, lo, hi, p); \
-        VECTOR_CODE(else NAME##_part_lanes(x, g, L, lo, hi, p);) \
+        if (step == 1) NAME##_part(x, g, L, lo, hi, p, diag); \
+        VECTOR_CODE(else NAME##_part_lanes(x, g, L, lo, hi, p, diag);) \
     } \
     if (part) { \
         for (int64_t c = 0; c < parts; ++c) \
@@ -368,11 +369,11 @@ static void NAME##_span(const T *restrict x, const T *restrict g, int64_t len, c
     } \
 } \
 int NAME(const T *restrict x, const T *restrict g, int64_t len, int64_t k, const int64_t *bits, int64_t nlev, \
-         const int64_t *levels, int64_t per, int64_t cmask, double *restrict acc, int nthreads) { \
+         const int64_t *levels, int64_t per, int64_t cmask, double *restrict acc, int diag, int nthreads) { \
     levels_layout L; \
     if (!levels_plan(&L, k, bits, nlev, levels, cmask, per ? per : len)) return 0; \
-    if (!per) { NAME##_span(x, g, len, &L, acc, nthreads); return 1; } \
-    FOR_SAMPLES(NAME##_span(x + 2 * per * b, g + 2 * per * b, per, &L, acc + 2 * nlev * nlev * b, nt)) \
+    if (!per) { NAME##_span(x, g, len, &L, acc, diag, nthreads); return 1; } \
+    FOR_SAMPLES(NAME##_span(x + 2 * per * b, g + 2 * per * b, per, &L, acc + 2 * nlev * nlev * b, diag, nt)) \
     return 1; \
 }
 DEF_LEVELS_GRAM(tql_gram_levels_c64, float, f32)

@@ -128,7 +128,7 @@ def _load():
         getattr(lib, name).argtypes = [vp, vp, i64, i64, vp, i64, vp, vp, i64, i64, cint, cint]
         getattr(lib, name).restype = cint
     for name in ("tql_gram_levels_c64", "tql_gram_levels_c128"):
-        getattr(lib, name).argtypes = [vp, vp, i64, i64, vp, i64, vp, i64, i64, vp, cint]
+        getattr(lib, name).argtypes = [vp, vp, i64, i64, vp, i64, vp, i64, i64, vp, cint, cint]
         getattr(lib, name).restype = cint
     for name in ("tql_program_c64", "tql_program_c128"):
         getattr(lib, name).argtypes = [vp, i64, vp, i64, i64, i64, vp, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp,
@@ -260,11 +260,11 @@ def apply_levels(state: torch.Tensor, matrix: torch.Tensor, wires, n: int, level
 
 
 def gram_levels(state: torch.Tensor, grad: torch.Tensor, wires, n: int, levels=None, controls=(),
-                per_sample=False):
+                per_sample=False, diagonal_only=False):
     """The matrix gradient of :func:`apply_levels` (torch's convention): Σ grad_i conj(state_j) over
     the levels of ``wires`` where every control is 1, summed over the batch ``(M, M)`` or one per
-    sample ``(B, M, M)``, in complex128; one pass over both states (levels.c), or None where the
-    kernel does not apply."""
+    sample ``(B, M, M)``, in complex128 (``diagonal_only``: the i = j entries, zeros elsewhere);
+    one pass over both states (levels.c), or None where the kernel does not apply."""
     if library() is None or not all(_plain_cpu_state(t) for t in (state, grad)) or state.shape != grad.shape:
         return None
     bits, lev = _levels_operands(tuple(wires), None if levels is None else tuple(levels), n)
@@ -273,7 +273,7 @@ def gram_levels(state: torch.Tensor, grad: torch.Tensor, wires, n: int, levels=N
     cmask = sum(1 << (n - 1 - c) for c in controls)
     if not _kernel("tql_gram_levels", state.dtype)(
             state.data_ptr(), grad.data_ptr(), state.numel(), bits.numel(), bits.data_ptr(), M, lev.data_ptr(),
-            2 ** n if per_sample else 0, cmask, acc.data_ptr(), torch.get_num_threads()):
+            2 ** n if per_sample else 0, cmask, acc.data_ptr(), int(diagonal_only), torch.get_num_threads()):
         return None
     return acc
 

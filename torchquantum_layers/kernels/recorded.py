@@ -27,6 +27,9 @@ def _gpu(state):
 # lose to torch's moved axes and BLAS (measured at 2^20-2^22, forward + backward of a QubitUnitary
 # on 5 scattered wires: 46-55 against 39-55 clones in complex64; on 4: 24-34 against 41-42)
 MAX_CPU_WIRES = 4
+# Diagonals on up to this many wires (their gradient is the diagonal of an M x M gram: M
+# multiply-adds per amplitude, worth it for RZ, RZZ, CP, CRZ; MultiRZ on more keeps torch's ops)
+MAX_DIAGONAL_WIRES = 2
 
 
 def available(state: torch.Tensor, k: int) -> bool:
@@ -59,47 +62,53 @@ def gram_torch(state, grad, wires, n, levels=None, controls=(), per_sample=False
     return out if per_sample else out.sum(0)
 
 
-def gram(state, grad, wires, n, levels=None, controls=(), per_sample=False):
+def gram(state, grad, wires, n, levels=None, controls=(), per_sample=False, diagonal_only=False):
     """Σ grad_i conj(state_j) over the local ``levels`` of ``wires`` (all 2^k when None) where
     every control is 1: ``(M, M)`` summed over the batch, or ``(B, M, M)`` per sample; in the
-    states' dtype. One pass of the kernels where they apply and no graph is recorded."""
+    states' dtype (``diagonal_only``: the native kernel may skip the i ≠ j entries, left zero: read
+    only the diagonal then). One pass of the kernels where they apply and no graph is recorded."""
     B = grad.shape[0]
     if not torch.is_grad_enabled():
         state = state.expand(B, -1)
         gpu = _gpu(state)
         fast = gpu.gram_levels(state, grad, wires, n, levels, controls, per_sample) if gpu is not None else \
             native.gram_levels(state.contiguous(), grad.resolve_conj().contiguous(), wires, n, levels, controls,
-                               per_sample)
+                               per_sample, diagonal_only)
         if fast is not None:
             return fast.to(grad.dtype)
     return gram_torch(state, grad, wires, n, levels, controls, per_sample)
 
 
 class _OnePass(torch.autograd.Function):
+    """One gate: ``operator`` a matrix ((M, M) or (B, M, M)) or, with ``diagonal``, the diagonal
+    ((M,) or (B, M)) of one, whose gradient is the gram's diagonal."""
+
     @staticmethod
-    def forward(ctx, state, matrix, apply, spec):
+    def forward(ctx, state, operator, apply, spec):
         ctx.kernel_call, ctx.spec, ctx.state_batch = apply, spec, state.shape[0]
-        # the state only for the matrix's gradient: fixed gates keep nothing of it
-        ctx.save_for_backward(state if matrix.requires_grad else None, matrix)
+        # the state only for the operator's gradient: fixed gates keep nothing of it
+        ctx.save_for_backward(state if operator.requires_grad else None, operator)
         with torch.no_grad():
-            return apply(state, matrix)
+            return apply(state, operator)
 
     @staticmethod
     def backward(ctx, grad):
-        state, matrix = ctx.saved_tensors
-        wires, n, levels, controls = ctx.spec
-        grad_state = grad_matrix = None
+        state, operator = ctx.saved_tensors
+        wires, n, levels, controls, diagonal = ctx.spec
+        grad_state = grad_operator = None
         if ctx.needs_input_grad[0]:
-            grad_state = ctx.kernel_call(grad, matrix.conj().transpose(-1, -2))
+            grad_state = ctx.kernel_call(grad, operator.conj() if diagonal else operator.conj().transpose(-1, -2))
             if ctx.state_batch == 1 and grad_state.shape[0] > 1:
-                grad_state = grad_state.sum(0, keepdim=True)     # a state broadcast over the matrices
+                grad_state = grad_state.sum(0, keepdim=True)     # a state broadcast over the operators
         if ctx.needs_input_grad[1]:
-            per_sample = matrix.dim() == 3 and matrix.shape[0] > 1
-            grad_matrix = gram(state, grad, wires, n, levels, controls, per_sample).reshape(matrix.shape)
-        return grad_state, grad_matrix, None, None
+            per_sample = operator.dim() == (2 if diagonal else 3) and operator.shape[0] > 1
+            g = gram(state, grad, wires, n, levels, controls, per_sample, diagonal_only=diagonal)
+            grad_operator = (g.diagonal(dim1=-2, dim2=-1) if diagonal else g).reshape(operator.shape)
+        return grad_state, grad_operator, None, None
 
 
-def record(apply, state, matrix, wires, n, levels=None, controls=()):
+def record(apply, state, matrix, wires, n, levels=None, controls=(), diagonal=False):
     """``apply(state, matrix)`` (a kernel call that does not record) as one node of the graph;
-    ``wires``, ``n``, ``levels``, ``controls`` say where the matrix acts, for its gradient."""
-    return _OnePass.apply(state, matrix, apply, (tuple(wires), n, levels, tuple(controls)))
+    ``wires``, ``n``, ``levels``, ``controls`` say where the matrix acts, for its gradient
+    (``diagonal``: ``matrix`` is the diagonal of one)."""
+    return _OnePass.apply(state, matrix, apply, (tuple(wires), n, levels, tuple(controls), diagonal))

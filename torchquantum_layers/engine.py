@@ -97,10 +97,10 @@ def uses_programs(circuit, fuse=None) -> bool:
 
 def rotating_layout(circuit) -> bool:
     """Whether the state-vector engine lets dense blocks at the register's ends rotate it
-    (kernels.layout): a GEMM beats a copy that brings wires together. On CUDA with Triton every
-    block up to kernels.gpu.MAX_WIRES wires is one in-place pass of kernels.gpu instead, so
-    nothing moves (the rotations stay for CUDA without Triton and for wider blocks' sake
-    nowhere else)."""
+    (kernels.layout): a GEMM beats a copy that brings wires together. On CUDA with Triton a block
+    of up to kernels.gpu.MAX_WIRES wires is one in-place pass of kernels.gpu instead, so blocks
+    stay in place there (unmeasured against the rotations: benchmarks/kernels.py reports both);
+    everywhere else the rotations stay."""
     if torch.device(circuit.device).type != "cuda":
         return True
     from .kernels import gpu

@@ -179,7 +179,8 @@ class AdjointExpval(torch.autograd.Function):
     def forward(ctx, circuit, observables, x, state, weights):
         from ..observables import apply_hamiltonian, expectation
         need_x, need_w = ctx.needs_input_grad[2] and x is not None, ctx.needs_input_grad[4]
-        plan = build_plan(circuit, layout=rotating_layout(circuit), zero_start=state is None, local_programs=uses_programs(circuit))
+        plan = build_plan(circuit, layout=rotating_layout(circuit), zero_start=state is None,
+                          local_programs=uses_programs(circuit))
         # the small matrices are built once, recording their graph: the forward pass runs them
         # detached, the backward pass sends the slots' Gram products through them
         w_leaf = weights.detach().requires_grad_(need_w)

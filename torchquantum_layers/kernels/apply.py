@@ -26,12 +26,7 @@ _MIN_ROW_GEMM = {torch.complex64: 8}
 _LONG_ROWS = 128
 
 
-def _gpu_kernels(state: torch.Tensor):
-    """kernels.gpu for a CUDA state (imported on first use: Triton takes ~0.4 s to load), else None."""
-    if not state.is_cuda:
-        return None
-    from . import gpu
-    return gpu if gpu.available() else None
+_gpu_kernels = recorded.gpu_kernels
 
 
 def _on_gpu(kernel: str, state: torch.Tensor, *args, **kwargs):
@@ -181,7 +176,7 @@ def _apply_matrix_moved(state, matrix, wires, n):
 _MAX_SPAN = 4
 
 
-def _record_one_pass(state, matrix, wires, n, contiguous_gemm_ok=True):
+def _record_one_pass(state, matrix, wires, contiguous_gemm_ok=True):
     """Whether to record a gate as one node over the one-pass kernels (see kernels.recorded):
     under autograd, where they exist. On the CPU a contiguous block of 3+ wires keeps torch's
     GEMM and its GEMM gradient (BLAS beats the scalar gram there)."""
@@ -194,7 +189,7 @@ def _record_one_pass(state, matrix, wires, n, contiguous_gemm_ok=True):
 
 def apply_matrix_unchecked(state, matrix, wires, n):
     wires = tuple(wires)
-    if _record_one_pass(state, matrix, wires, n):
+    if _record_one_pass(state, matrix, wires):
         return recorded.record(lambda s, m: apply_matrix_unchecked(s, m, wires, n), state, matrix, wires, n)
     fast = _on_gpu("apply_levels", state, matrix, wires, n)
     if fast is not None:
@@ -242,8 +237,7 @@ def apply_matrix(state: torch.Tensor, matrix: torch.Tensor, wires) -> torch.Tens
 
 def apply_diagonal_unchecked(state, diag, wires, n):
     wires = tuple(wires)
-    if len(wires) <= recorded.MAX_DIAGONAL_WIRES and recorded.records(state, diag) and \
-            recorded.available(state, len(wires)):
+    if len(wires) <= recorded.MAX_DIAGONAL_WIRES and _record_one_pass(state, diag, wires, contiguous_gemm_ok=False):
         # one node: one pass each way (torch's broadcast multiply and its reduction: 6-20 clones
         # for RZ / RZZ / CP forward + backward at 2^20)
         return recorded.record(lambda s, d: apply_diagonal_unchecked(s, d, wires, n), state, diag, wires, n,
@@ -487,7 +481,7 @@ def apply_two_level_unchecked(state, block, levels, wires, n, keep_rest=True):
     vanishes outside the pair).
     """
     batched = block.dim() == 3
-    if _record_one_pass(state, block, wires, n, contiguous_gemm_ok=False):
+    if _record_one_pass(state, block, wires, contiguous_gemm_ok=False):
         return recorded.record(lambda s, m: apply_two_level_unchecked(s, m, levels, wires, n, keep_rest), state,
                                block, wires, n, levels=tuple(levels))
     fast = _on_gpu("apply_levels", state, block, wires, n, levels=levels, keep_rest=keep_rest)
@@ -519,7 +513,7 @@ def apply_two_level_unchecked(state, block, levels, wires, n, keep_rest=True):
 
 def apply_controlled_unchecked(state, matrix, controls, targets, n):
     """Apply ``matrix`` on ``targets`` only where every control wire is 1."""
-    if _record_one_pass(state, matrix, targets, n, contiguous_gemm_ok=False):
+    if _record_one_pass(state, matrix, targets, contiguous_gemm_ok=False):
         return recorded.record(lambda s, m: apply_controlled_unchecked(s, m, controls, targets, n), state, matrix,
                                targets, n, controls=controls)
     fast = _on_gpu("apply_levels", state, matrix, targets, n, controls=controls)

@@ -16,7 +16,8 @@ import torch
 from . import native
 
 
-def _gpu(state):
+def gpu_kernels(state: torch.Tensor):
+    """kernels.gpu for a CUDA state (imported on first use: Triton takes ~0.4 s to load), else None."""
     if not state.is_cuda:
         return None
     from . import gpu
@@ -35,7 +36,7 @@ MAX_DIAGONAL_WIRES = 2
 def available(state: torch.Tensor, k: int) -> bool:
     """Whether a gate on k wires of ``state`` has one-pass kernels for both directions here."""
     if state.is_cuda:
-        gpu = _gpu(state)
+        gpu = gpu_kernels(state)
         return gpu is not None and k <= gpu.MAX_WIRES and state.dtype in (torch.complex64, torch.complex128)
     return native._plain_cpu_state(state) and k <= MAX_CPU_WIRES and native.library() is not None
 
@@ -70,7 +71,7 @@ def gram(state, grad, wires, n, levels=None, controls=(), per_sample=False, diag
     B = grad.shape[0]
     if not torch.is_grad_enabled():
         state = state.expand(B, -1)
-        gpu = _gpu(state)
+        gpu = gpu_kernels(state)
         fast = gpu.gram_levels(state, grad, wires, n, levels, controls, per_sample) if gpu is not None else \
             native.gram_levels(state.contiguous(), grad.resolve_conj().contiguous(), wires, n, levels, controls,
                                per_sample, diagonal_only)

@@ -38,7 +38,8 @@ INTERPRETED = triton is not None and os.environ.get("TRITON_INTERPRET", "0") not
 # multiply-adds per amplitude, compute-bound on any device; torch's GEMM takes it)
 MAX_WIRES = 5
 _DTYPES = {torch.complex64: torch.float32, torch.complex128: torch.float64}
-# amplitudes one program moves: large enough to hide latency, small enough for registers
+# complex64 amplitudes one program moves (complex128: half as many, the same bytes): large enough
+# to hide latency, small enough for registers (benchmarks/gpu_codegen.py)
 _TILE_AMPLITUDES = 2048
 
 
@@ -71,8 +72,18 @@ def _offsets(wires: tuple, levels: tuple, n: int, device_str: str):
             torch.tensor(bits, dtype=torch.int64, device=device_str))
 
 
-def _block(levels: int) -> int:
-    return max(16, _TILE_AMPLITUDES // max(1, levels))
+def _tile(dtype: torch.dtype) -> int:
+    return _TILE_AMPLITUDES if dtype == torch.complex64 else max(1, _TILE_AMPLITUDES // 2)
+
+
+def _block(levels: int, dtype: torch.dtype) -> int:
+    return max(16, _tile(dtype) // max(1, levels))
+
+
+def _warps(levels: int) -> int:
+    """Warps per program: a 32-level matrix at 16 amplitudes a thread spills registers (what
+    ``benchmarks/gpu_codegen.py`` reports for sm_90); twice the threads hold half as many each."""
+    return 8 if levels >= 32 else 4
 
 
 if triton is not None:
@@ -105,40 +116,38 @@ if triton is not None:
                        KEEP: tl.constexpr, BLOCK: tl.constexpr):
         pid = tl.program_id(0)
         g, live, pos, on = _controlled_groups(groups, bits_ptr, cmask, K, BLOCK)
+        # (level, group): the group axis innermost, as the loads lay it out, so the accumulator
+        # needs no re-layout through shared memory before the store
         rows = tl.arange(0, ML)
         two = tl.arange(0, 2)
-        acc_re = tl.zeros((BLOCK, ML), dtype=x_ptr.dtype.element_ty)
-        acc_im = tl.zeros((BLOCK, ML), dtype=x_ptr.dtype.element_ty)
-        # PER_SAMPLE 0: one shared matrix; 1: one per sample, the same for the whole program (its
-        # groups lie in one sample); 2: one per group (samples shorter than a program)
+        acc_re = tl.zeros((ML, BLOCK), dtype=x_ptr.dtype.element_ty)
+        acc_im = tl.zeros((ML, BLOCK), dtype=x_ptr.dtype.element_ty)
         mat = m_ptr
         if PER_SAMPLE == 1:
             mat = m_ptr + ((pid.to(tl.int64) * BLOCK) >> rest_bits) * (2 * ML * ML)
         if PER_SAMPLE == 2:
-            own = m_ptr + (g >> rest_bits)[:, None, None] * (2 * ML * ML)
+            own = m_ptr + (g >> rest_bits)[None, :, None] * (2 * ML * ML)
         for j in tl.static_range(ML):
-            # read_mask: the sample bits cleared where one input state serves every sample
             pj = (pos & read_mask) + tl.load(offs_ptr + j)
             a = tl.load(x_ptr + (2 * pj)[:, None] + two[None, :], mask=live[:, None], other=0.0)
             a_re, a_im = tl.split(a)
-            # column j of the matrix; where a control is 0, of the identity
             if PER_SAMPLE == 2:
-                u = tl.load(own + (2 * (rows * ML + j))[None, :, None] + two[None, None, :],
-                            mask=live[:, None, None], other=0.0)
+                u = tl.load(own + (2 * (rows * ML + j))[:, None, None] + two[None, None, :],
+                            mask=live[None, :, None], other=0.0)
                 u_re, u_im = tl.split(u)
             else:
                 u = tl.load(mat + (2 * (rows * ML + j))[:, None] + two[None, :])
                 u_re, u_im = tl.split(u)
-                u_re = u_re[None, :]
-                u_im = u_im[None, :]
-            eye = (rows == j).to(acc_re.dtype)[None, :] if KEEP else tl.zeros((1, ML), dtype=acc_re.dtype)
-            u_re = tl.where(on[:, None], u_re, eye)
-            u_im = tl.where(on[:, None], u_im, 0.0)
-            acc_re += a_re[:, None] * u_re - a_im[:, None] * u_im
-            acc_im += a_re[:, None] * u_im + a_im[:, None] * u_re
+                u_re = u_re[:, None]
+                u_im = u_im[:, None]
+            eye = (rows == j).to(acc_re.dtype)[:, None] if KEEP else tl.zeros((ML, 1), dtype=acc_re.dtype)
+            u_re = tl.where(on[None, :], u_re, eye)
+            u_im = tl.where(on[None, :], u_im, 0.0)
+            acc_re += a_re[None, :] * u_re - a_im[None, :] * u_im
+            acc_im += a_re[None, :] * u_im + a_im[None, :] * u_re
         offs = tl.load(offs_ptr + rows)
-        dest = (2 * (pos[:, None] + offs[None, :]))[:, :, None] + two[None, None, :]
-        tl.store(out_ptr + dest, tl.join(acc_re, acc_im), mask=live[:, None, None])
+        dest = (2 * (offs[:, None] + pos[None, :]))[:, :, None] + two[None, None, :]
+        tl.store(out_ptr + dest, tl.join(acc_re, acc_im), mask=live[None, :, None])
         for j in tl.static_range(MO):
             pj = pos + tl.load(others_ptr + j)
             at = (2 * pj)[:, None] + two[None, :]
@@ -220,10 +229,11 @@ def gram_levels(state: torch.Tensor, grad: torch.Tensor, wires, n: int, levels=N
     offs, bits = _offsets(wires, levels, n, str(state.device))
     acc = torch.zeros((B, ml, ml) if per_sample else (ml, ml), dtype=torch.complex128, device=state.device)
     groups = B * 2 ** (n - k)
-    block = min(_block(ml), 2 ** (n - k)) if per_sample else _block(ml)
+    block = min(_block(ml, state.dtype), 2 ** (n - k)) if per_sample else _block(ml, state.dtype)
     cmask = sum(1 << (n - 1 - c) for c in controls)
     _gram_kernel[_grid(groups, block)](_floats(state), _floats(grad), torch.view_as_real(acc), offs, bits, groups,
-                                       n - k, cmask, K=k, ML=ml, PER_SAMPLE=bool(per_sample), BLOCK=block)
+                                       n - k, cmask, K=k, ML=ml, PER_SAMPLE=bool(per_sample), BLOCK=block,
+                                       num_warps=_warps(ml))
     return acc
 
 
@@ -248,8 +258,9 @@ def gather_span(state: torch.Tensor, idx: torch.Tensor, lo: int, hi: int, n: int
         return None
     out = torch.empty_like(state, memory_format=torch.contiguous_format)
     total = out.numel()
-    _span_gather_kernel[_grid(total, _TILE_AMPLITUDES)](_floats(state), torch.view_as_real(out), idx.contiguous(),
-                                                        total, n - 1 - hi, hi - lo + 1, BLOCK=_TILE_AMPLITUDES)
+    tile = _tile(state.dtype)
+    _span_gather_kernel[_grid(total, tile)](_floats(state), torch.view_as_real(out), idx.contiguous(), total,
+                                            n - 1 - hi, hi - lo + 1, BLOCK=tile)
     return out
 
 
@@ -289,14 +300,15 @@ def apply_levels(state: torch.Tensor, matrix: torch.Tensor, wires, n: int, level
     x = _floats(state)
     out = torch.empty((B, 2 ** n), dtype=state.dtype, device=state.device)
     groups = B * 2 ** (n - k)
-    block = _block(ml)
+    block = _block(ml, state.dtype)
     mode = 0
     if per_sample:      # whole programs in one sample read its matrix once, not once per group
         mode = 1 if 2 ** (n - k) >= block else 2
     cmask = sum(1 << (n - 1 - c) for c in controls)
     _levels_kernel[_grid(groups, block)](x, torch.view_as_real(out), _floats(matrix), offs, other_offs, bits,
                                          groups, n - k, cmask, read_mask, K=k, ML=ml, MO=len(others),
-                                         PER_SAMPLE=mode, KEEP=bool(keep_rest), BLOCK=block)
+                                         PER_SAMPLE=mode, KEEP=bool(keep_rest), BLOCK=block,
+                                         num_warps=_warps(ml))
     return out
 
 
@@ -313,7 +325,7 @@ def permute_local(state: torch.Tensor, perm, wires, n: int):
     src = _offsets(wires, tuple(int(p) for p in perm), n, dev)[0]
     out = torch.empty_like(state, memory_format=torch.contiguous_format)
     groups = state.shape[0] * 2 ** (n - k)
-    block = _block(M)
+    block = _block(M, state.dtype)
     _permute_kernel[_grid(groups, block)](_floats(state), torch.view_as_real(out), dst, src, bits, groups,
                                           K=k, M=M, BLOCK=block)
     return out
@@ -339,8 +351,9 @@ def apply_diagonal(state: torch.Tensor, diag: torch.Tensor, wires, n: int):
         B, read_mask = diag.shape[0], 2 ** n - 1      # one state, read by every sample in place
     out = torch.empty((B, 2 ** n), dtype=state.dtype, device=state.device)
     total = out.numel()
-    _diagonal_kernel[_grid(total, _TILE_AMPLITUDES)](
+    tile = _tile(state.dtype)
+    _diagonal_kernel[_grid(total, tile)](
         _floats(state), torch.view_as_real(out), _floats(diag.reshape(-1) if not per_sample else diag),
         _wire_bits(wires, n, str(state.device)), total, n, read_mask, K=len(wires), PER_SAMPLE=per_sample,
-        BLOCK=_TILE_AMPLITUDES)
+        BLOCK=tile)
     return out

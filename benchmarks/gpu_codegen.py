@@ -1,6 +1,7 @@
 """What Triton's compiler makes of each CUDA kernel specialisation (kernels/gpu_compile.py), on a
 machine without a GPU: shared memory, registers and spills per thread (ptxas), and the widths of
-the global loads and stores in the PTX. Not a timing: the static side of the bandwidth target
+the global loads and stores in the PTX, SASS instructions per output amplitude (per thread: a
+warp issues them for 32). Not a timing: the static side of the bandwidth target
 (whole-amplitude accesses, no shared-memory round trip, no spills), for review before a device run.
 
     python benchmarks/gpu_codegen.py [--arch 90] [--arch 80]
@@ -32,10 +33,11 @@ def main():
     for arch in args.arch or [90]:
         start = time.perf_counter()
         rows = [(label, c.constexprs.get("BLOCK", "-"), c.shared_bytes, c.registers, c.spill_bytes,
-                 widths(c.global_loads), widths(c.global_stores))
+                 widths(c.global_loads), widths(c.global_stores), f"{c.instructions / c.amplitudes_per_thread:.1f}")
                 for label, c in gpu_compile.compile_all(arch)]
         print(f"\n## sm_{arch} ({time.perf_counter() - start:.0f} s to compile)\n")
-        print(table(rows, ["launch", "BLOCK", "shared B", "registers", "spill B", "ld.global", "st.global"]))
+        print(table(rows, ["launch", "BLOCK", "shared B", "registers", "spill B", "ld.global", "st.global",
+                           "SASS instr. / amplitude"]))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,10 @@ _DTYPES = {torch.complex64: torch.float32, torch.complex128: torch.float64}
 _TILE_AMPLITUDES = 2048
 
 
+# Triton 3.9 fuses a*b + c into one instruction by default, 3.10 will not: ask, every launch
+_FUSE = dict(enable_fp_fusion=True)
+
+
 def available() -> bool:
     return triton is not None
 
@@ -113,7 +117,7 @@ if triton is not None:
     @triton.jit
     def _levels_kernel(x_ptr, out_ptr, m_ptr, offs_ptr, others_ptr, bits_ptr, groups, rest_bits, cmask, read_mask,
                        K: tl.constexpr, ML: tl.constexpr, MO: tl.constexpr, PER_SAMPLE: tl.constexpr,
-                       KEEP: tl.constexpr, BLOCK: tl.constexpr):
+                       KEEP: tl.constexpr, CONTROLLED: tl.constexpr, BLOCK: tl.constexpr):
         pid = tl.program_id(0)
         g, live, pos, on = _controlled_groups(groups, bits_ptr, cmask, K, BLOCK)
         # (level, group): the group axis innermost, as the loads lay it out, so the accumulator
@@ -140,11 +144,15 @@ if triton is not None:
                 u_re, u_im = tl.split(u)
                 u_re = u_re[:, None]
                 u_im = u_im[:, None]
-            eye = (rows == j).to(acc_re.dtype)[:, None] if KEEP else tl.zeros((ML, 1), dtype=acc_re.dtype)
-            u_re = tl.where(on[None, :], u_re, eye)
-            u_im = tl.where(on[None, :], u_im, 0.0)
-            acc_re += a_re[None, :] * u_re - a_im[None, :] * u_im
-            acc_im += a_re[None, :] * u_im + a_im[None, :] * u_re
+            if CONTROLLED:     # a 1 selected per group costs a select per multiply-add: only if asked
+                eye = (rows == j).to(acc_re.dtype)[:, None] if KEEP else tl.zeros((ML, 1), dtype=acc_re.dtype)
+                u_re = tl.where(on[None, :], u_re, eye)
+                u_im = tl.where(on[None, :], u_im, 0.0)
+            # one fused multiply-add per product (acc += a*u - b*v would add a multiply and an add)
+            acc_re = acc_re + a_re[None, :] * u_re
+            acc_re = acc_re - a_im[None, :] * u_im
+            acc_im = acc_im + a_re[None, :] * u_im
+            acc_im = acc_im + a_im[None, :] * u_re
         offs = tl.load(offs_ptr + rows)
         dest = (2 * (offs[:, None] + pos[None, :]))[:, :, None] + two[None, None, :]
         tl.store(out_ptr + dest, tl.join(acc_re, acc_im), mask=live[None, :, None])
@@ -233,7 +241,7 @@ def gram_levels(state: torch.Tensor, grad: torch.Tensor, wires, n: int, levels=N
     cmask = sum(1 << (n - 1 - c) for c in controls)
     _gram_kernel[_grid(groups, block)](_floats(state), _floats(grad), torch.view_as_real(acc), offs, bits, groups,
                                        n - k, cmask, K=k, ML=ml, PER_SAMPLE=bool(per_sample), BLOCK=block,
-                                       num_warps=_warps(ml))
+                                       num_warps=_warps(ml), **_FUSE)
     return acc
 
 
@@ -260,7 +268,7 @@ def gather_span(state: torch.Tensor, idx: torch.Tensor, lo: int, hi: int, n: int
     total = out.numel()
     tile = _tile(state.dtype)
     _span_gather_kernel[_grid(total, tile)](_floats(state), torch.view_as_real(out), idx.contiguous(), total,
-                                            n - 1 - hi, hi - lo + 1, BLOCK=tile)
+                                            n - 1 - hi, hi - lo + 1, BLOCK=tile, **_FUSE)
     return out
 
 
@@ -307,8 +315,8 @@ def apply_levels(state: torch.Tensor, matrix: torch.Tensor, wires, n: int, level
     cmask = sum(1 << (n - 1 - c) for c in controls)
     _levels_kernel[_grid(groups, block)](x, torch.view_as_real(out), _floats(matrix), offs, other_offs, bits,
                                          groups, n - k, cmask, read_mask, K=k, ML=ml, MO=len(others),
-                                         PER_SAMPLE=mode, KEEP=bool(keep_rest), BLOCK=block,
-                                         num_warps=_warps(ml))
+                                         PER_SAMPLE=mode, KEEP=bool(keep_rest), CONTROLLED=bool(cmask), BLOCK=block,
+                                         num_warps=_warps(ml), **_FUSE)
     return out
 
 
@@ -327,7 +335,7 @@ def permute_local(state: torch.Tensor, perm, wires, n: int):
     groups = state.shape[0] * 2 ** (n - k)
     block = _block(M, state.dtype)
     _permute_kernel[_grid(groups, block)](_floats(state), torch.view_as_real(out), dst, src, bits, groups,
-                                          K=k, M=M, BLOCK=block)
+                                          K=k, M=M, BLOCK=block, **_FUSE)
     return out
 
 
@@ -355,5 +363,5 @@ def apply_diagonal(state: torch.Tensor, diag: torch.Tensor, wires, n: int):
     _diagonal_kernel[_grid(total, tile)](
         _floats(state), torch.view_as_real(out), _floats(diag.reshape(-1) if not per_sample else diag),
         _wire_bits(wires, n, str(state.device)), total, n, read_mask, K=len(wires), PER_SAMPLE=per_sample,
-        BLOCK=tile)
+        BLOCK=tile, **_FUSE)
     return out

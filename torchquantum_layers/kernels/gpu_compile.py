@@ -5,8 +5,8 @@ compiler accepts them, nor what it makes of them. This module runs the real comp
 cubin for a chosen architecture, specialised as a launch on a device would be: the public
 functions of :mod:`gpu` are called on CPU tensors with each kernel's launch replaced by a
 recorder, and each recorded launch is compiled by Triton's own argument binder. What the
-compiler produced (shared memory, registers, spills, widths of the global loads and stores) is
-what ``benchmarks/gpu_codegen.py`` prints and the tests check.
+compiler produced (shared memory, registers, spills, widths of the global loads and stores, SASS
+instructions per amplitude) is what ``benchmarks/gpu_codegen.py`` prints and the tests check.
 
 Run it in a process where ``TRITON_INTERPRET`` is unset: under the interpreter the kernels are
 not compilable objects. It leans on Triton internals (the binder, ``_pack_args``) that are not a
@@ -70,6 +70,8 @@ class Compiled:
     spill_bytes: int
     global_loads: dict      # width in bits -> count of ld.global instructions in the PTX
     global_stores: dict
+    instructions: int       # SASS instructions per thread (straight-line: the kernels have no loops)
+    amplitudes_per_thread: int
     ptx: str
 
 
@@ -111,11 +113,22 @@ def compile_launch(launch: Launch, arch: int = 90) -> Compiled:
             f.write(ptx)
         info = subprocess.run([get_ptxas(arch).path, f"-arch={sm}", "-v", "-o", os.path.join(tmp, "kernel.cubin"),
                                path], capture_output=True, text=True, check=True).stderr
+        cubin = os.path.join(tmp, "compiled.cubin")
+        with open(cubin, "wb") as f:
+            f.write(compiled.asm["cubin"])
+        cuobjdump = os.path.join(os.path.dirname(get_ptxas(arch).path), "cuobjdump")
+        sass = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True, check=True).stdout
     registers = int(re.search(r"Used (\d+) registers", info).group(1))
     spills = sum(int(v) for v in re.findall(r"(\d+) bytes spill (?:stores|loads)", info))
     names = kernel.arg_names
-    return Compiled(kernel.__name__, {names[p[0]]: v for p, v in constexprs.items()}, int(compiled.metadata.shared),
-                    registers, spills, _access_widths(ptx, "ld.global"), _access_widths(ptx, "st.global"), ptx)
+    consts = {names[p[0]]: v for p, v in constexprs.items()}
+    # amplitudes of the output one program writes: a group of 2^K per index, else one
+    per_index = 2 ** consts["K"] if kernel.__name__ in ("_levels_kernel", "_permute_kernel", "_gram_kernel") else 1
+    threads = 32 * compiled.metadata.num_warps
+    instructions = sum(1 for line in sass.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+\S", line))
+    return Compiled(kernel.__name__, consts, int(compiled.metadata.shared), registers, spills,
+                    _access_widths(ptx, "ld.global"), _access_widths(ptx, "st.global"), instructions,
+                    max(1, consts["BLOCK"] * per_index // threads), ptx)
 
 
 def representative_calls():

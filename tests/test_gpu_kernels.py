@@ -245,3 +245,56 @@ def test_gram_matches_numpy(n, wires, levels, controls, per_sample, dtype):
     got = gpu.gram_levels(T(psi, dtype), T(g, dtype), wires, n, levels, controls, per_sample)
     np.testing.assert_allclose(N(got), _numpy_gram(psi, g, wires, n, levels, controls, per_sample),
                                atol=ATOL[dtype])
+
+
+@pytest.mark.parametrize("n,wires,controls", [(5, (4,), ()), (5, (0, 4), ()), (6, (3, 1), (5,))])
+@pytest.mark.parametrize("per_sample", [False, True])
+def test_diagonal_gram_matches_numpy_on_the_diagonal(n, wires, controls, per_sample, dtype):
+    """A diagonal gate's gradient: the gram's diagonal, the rest skipped (left zero)."""
+    from .test_recorded import _numpy_gram
+    rng = np.random.default_rng(n + 7 * len(wires))
+    psi, g = oracle.random_state(n, rng, batch=3), oracle.random_state(n, rng, batch=3)
+    got = N(gpu.gram_levels(T(psi, dtype), T(g, dtype), wires, n, None, controls, per_sample, diagonal_only=True))
+    want = _numpy_gram(psi, g, wires, n, None, controls, per_sample)
+    diagonal = np.eye(2 ** len(wires), dtype=bool)
+    np.testing.assert_allclose(got[..., diagonal], want[..., diagonal], atol=ATOL[dtype])
+    assert not got[..., ~diagonal].any()
+
+
+def test_recorded_gates_take_the_kernels_both_ways(monkeypatch):
+    """Under autograd on CUDA a gate is one node whose forward, adjoint and matrix gradient are
+    these kernels (kernels/recorded.py): gradcheck in complex128 through them, the kernels counted."""
+    from torchquantum_layers.kernels import recorded
+    from torchquantum_layers.kernels.apply import (apply_controlled_unchecked, apply_diagonal_unchecked,
+                                                   apply_matrix_unchecked, apply_two_level_unchecked)
+    calls = {}
+
+    def counted(name):
+        kernel = getattr(gpu, name)
+
+        def call(*args, **kwargs):
+            out = kernel(*args, **kwargs)
+            calls[name] = calls.get(name, 0) + (out is not None)
+            return out
+        return call
+    routed = types.SimpleNamespace(**{name: counted(name) for name in ("apply_levels", "apply_diagonal",
+                                                                         "gram_levels")})
+    routed.MAX_WIRES = gpu.MAX_WIRES
+    monkeypatch.setattr(kernels_apply, "_gpu_kernels", lambda state: routed)
+    monkeypatch.setattr(recorded, "gpu_kernels", lambda state: routed)
+    rng = np.random.default_rng(11)
+    n = 3
+
+    def c128(a):
+        return torch.as_tensor(a, dtype=torch.complex128, device=DEVICE).requires_grad_(True)
+    psi = c128(oracle.random_state(n, rng, batch=2))
+    cases = [
+        (lambda s, u: apply_matrix_unchecked(s, u, (2, 0), n), c128(oracle.random_unitary(4, rng))),
+        (lambda s, u: apply_controlled_unchecked(s, u, (0,), (2,), n), c128(oracle.random_unitaries(2, 2, rng))),
+        (lambda s, u: apply_two_level_unchecked(s, u, (1, 2), (0, 2), n, True), c128(oracle.random_unitary(2, rng))),
+        (lambda s, d: apply_diagonal_unchecked(s, d, (2, 0), n), c128(np.exp(1j * rng.standard_normal(4)))),
+    ]
+    for fn, operator in cases:
+        assert type(fn(psi, operator).grad_fn).__name__ == "_OnePassBackward"
+        assert torch.autograd.gradcheck(fn, (psi, operator), fast_mode=True)
+    assert calls.get("apply_levels", 0) > 0 and calls.get("gram_levels", 0) > 0 and calls.get("apply_diagonal", 0) > 0

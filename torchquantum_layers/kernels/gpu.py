@@ -197,33 +197,43 @@ if triton is not None:
 if triton is not None:
     @triton.jit
     def _gram_kernel(x_ptr, g_ptr, acc_ptr, offs_ptr, bits_ptr, groups, rest_bits, cmask,
-                     K: tl.constexpr, ML: tl.constexpr, PER_SAMPLE: tl.constexpr, BLOCK: tl.constexpr):
-        """acc[(b,) i, j] += Σ_groups g_i conj(x_j) in float64; per sample, a program's groups
-        lie in one sample (BLOCK divides the groups of one)."""
+                     K: tl.constexpr, ML: tl.constexpr, PER_SAMPLE: tl.constexpr, DIAGONAL: tl.constexpr,
+                     BLOCK: tl.constexpr):
+        """acc[(b,) i, j] += Σ_groups g_i conj(x_j) in float64 (DIAGONAL: only j = i); per sample, a
+        program's groups lie in one sample (BLOCK divides the groups of one)."""
         pid = tl.program_id(0)
         g, live, pos, on = _controlled_groups(groups, bits_ptr, cmask, K, BLOCK)
         cols = tl.arange(0, ML)
         two = tl.arange(0, 2)
-        offs = tl.load(offs_ptr + cols)
-        at = (2 * (pos[:, None] + offs[None, :]))[:, :, None] + two[None, None, :]
-        x_re, x_im = tl.split(tl.load(x_ptr + at, mask=on[:, None, None], other=0.0).to(tl.float64))
         out = acc_ptr
         if PER_SAMPLE:
             out = acc_ptr + ((pid.to(tl.int64) * BLOCK) >> rest_bits) * (2 * ML * ML)
-        for i in tl.static_range(ML):
-            gi = (2 * (pos + tl.load(offs_ptr + i)))[:, None] + two[None, :]
-            g_re, g_im = tl.split(tl.load(g_ptr + gi, mask=on[:, None], other=0.0).to(tl.float64))
-            row_re = tl.sum(g_re[:, None] * x_re + g_im[:, None] * x_im, axis=0)
-            row_im = tl.sum(g_im[:, None] * x_re - g_re[:, None] * x_im, axis=0)
-            tl.atomic_add(out + 2 * (i * ML + cols), row_re)
-            tl.atomic_add(out + 2 * (i * ML + cols) + 1, row_im)
+        if DIAGONAL:
+            for i in tl.static_range(ML):
+                at = (2 * (pos + tl.load(offs_ptr + i)))[:, None] + two[None, :]
+                x_re, x_im = tl.split(tl.load(x_ptr + at, mask=on[:, None], other=0.0).to(tl.float64))
+                g_re, g_im = tl.split(tl.load(g_ptr + at, mask=on[:, None], other=0.0).to(tl.float64))
+                tl.atomic_add(out + 2 * (i * ML + i), tl.sum(g_re * x_re + g_im * x_im, axis=0))
+                tl.atomic_add(out + 2 * (i * ML + i) + 1, tl.sum(g_im * x_re - g_re * x_im, axis=0))
+        else:
+            offs = tl.load(offs_ptr + cols)
+            at = (2 * (pos[:, None] + offs[None, :]))[:, :, None] + two[None, None, :]
+            x_re, x_im = tl.split(tl.load(x_ptr + at, mask=on[:, None, None], other=0.0).to(tl.float64))
+            for i in tl.static_range(ML):
+                gi = (2 * (pos + tl.load(offs_ptr + i)))[:, None] + two[None, :]
+                g_re, g_im = tl.split(tl.load(g_ptr + gi, mask=on[:, None], other=0.0).to(tl.float64))
+                row_re = tl.sum(g_re[:, None] * x_re + g_im[:, None] * x_im, axis=0)
+                row_im = tl.sum(g_im[:, None] * x_re - g_re[:, None] * x_im, axis=0)
+                tl.atomic_add(out + 2 * (i * ML + cols), row_re)
+                tl.atomic_add(out + 2 * (i * ML + cols) + 1, row_im)
 
 
 def gram_levels(state: torch.Tensor, grad: torch.Tensor, wires, n: int, levels=None, controls=(),
-                per_sample=False):
+                per_sample=False, diagonal_only=False):
     """The matrix gradient of :func:`apply_levels` (torch's convention): Σ grad_i conj(state_j) over
     the levels of ``wires`` where every control is 1, summed over the batch ``(M, M)`` or one per
-    sample ``(B, M, M)``, in complex128; one pass over both states, or None where these kernels do
+    sample ``(B, M, M)``, in complex128 (``diagonal_only``: the i ≠ j entries skipped, left zero,
+    as a diagonal's gradient needs); one pass over both states, or None where these kernels do
     not apply."""
     wires = tuple(wires)
     k = len(wires)
@@ -240,7 +250,8 @@ def gram_levels(state: torch.Tensor, grad: torch.Tensor, wires, n: int, levels=N
     block = min(_block(ml, state.dtype), 2 ** (n - k)) if per_sample else _block(ml, state.dtype)
     cmask = sum(1 << (n - 1 - c) for c in controls)
     _gram_kernel[_grid(groups, block)](_floats(state), _floats(grad), torch.view_as_real(acc), offs, bits, groups,
-                                       n - k, cmask, K=k, ML=ml, PER_SAMPLE=bool(per_sample), BLOCK=block,
+                                       n - k, cmask, K=k, ML=ml, PER_SAMPLE=bool(per_sample),
+                                       DIAGONAL=bool(diagonal_only), BLOCK=block,
                                        num_warps=_warps(ml), **_FUSE)
     return acc
 

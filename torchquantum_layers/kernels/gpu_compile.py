@@ -177,6 +177,7 @@ def representative_calls():
         ("gram, 4 wires", lambda: gpu.gram_levels(state(n), state(n), (0, 3, 4, 19), n)),
         ("gram, 5 wires", lambda: gpu.gram_levels(state(n), state(n), (0, 4, 8, 12, 16), n)),
         ("5-qubit permutation", lambda: gpu.permute_local(state(n), tuple(reversed(range(32))), (0, 4, 8, 12, 16), n)),
+        ("gram, diagonal (RZZ)", lambda: gpu.gram_levels(state(n), state(n), (2, 11), n, diagonal_only=True)),
         ("gram, per sample", lambda: gpu.gram_levels(state(n, 4), state(n, 4), (3, 9), n, per_sample=True)),
     ]
 

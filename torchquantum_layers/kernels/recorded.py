@@ -66,15 +66,17 @@ def gram_torch(state, grad, wires, n, levels=None, controls=(), per_sample=False
 def gram(state, grad, wires, n, levels=None, controls=(), per_sample=False, diagonal_only=False):
     """Σ grad_i conj(state_j) over the local ``levels`` of ``wires`` (all 2^k when None) where
     every control is 1: ``(M, M)`` summed over the batch, or ``(B, M, M)`` per sample; in the
-    states' dtype (``diagonal_only``: the native kernel may skip the i ≠ j entries, left zero: read
+    states' dtype (``diagonal_only``: the kernels may skip the i ≠ j entries, left zero: read
     only the diagonal then). One pass of the kernels where they apply and no graph is recorded."""
     B = grad.shape[0]
     if not torch.is_grad_enabled():
         state = state.expand(B, -1)
         gpu = gpu_kernels(state)
-        fast = gpu.gram_levels(state, grad, wires, n, levels, controls, per_sample) if gpu is not None else \
-            native.gram_levels(state.contiguous(), grad.resolve_conj().contiguous(), wires, n, levels, controls,
-                               per_sample, diagonal_only)
+        if gpu is not None:
+            fast = gpu.gram_levels(state, grad, wires, n, levels, controls, per_sample, diagonal_only)
+        else:
+            fast = native.gram_levels(state.contiguous(), grad.resolve_conj().contiguous(), wires, n, levels,
+                                      controls, per_sample, diagonal_only)
         if fast is not None:
             return fast.to(grad.dtype)
     return gram_torch(state, grad, wires, n, levels, controls, per_sample)

@@ -196,6 +196,8 @@ def test_levels_kernel_declines_what_it_does_not_take(dtype):
     u = oracle.random_unitary(2 ** 7, rng)
     t, m = torch.as_tensor(psi, dtype=dtype), torch.as_tensor(u, dtype=dtype)
     wires = (0, 1, 3, 4, 5, 6, 8)
+    max_wires, max_matrix = native.levels_limits()
+    assert len(wires) <= max_wires and 2 ** len(wires) > max_matrix      # the C library's own limits
     assert native.apply_levels(t, m, wires, n) is None
     assert native.apply_levels(t.to(torch.complex128 if dtype == torch.complex64 else torch.complex64),
                                m, wires, n) is None

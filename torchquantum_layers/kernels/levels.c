@@ -27,6 +27,12 @@ typedef float REAL_f32;
 typedef double REAL_f64;
 #define LEVELS_MAX_MATRIX 64
 
+/* The two limits above, for the caller to decline before it allocates anything. */
+void tql_levels_limits(int64_t *out) {
+    out[0] = LEVELS_MAX_WIRES;
+    out[1] = LEVELS_MAX_MATRIX;
+}
+
 typedef struct {
     int64_t k, nlev, ncopy, low, run, cmask, mask;   /* mask: the gate's bits */
     int64_t sorted[LEVELS_MAX_WIRES];           /* the gate's bits, ascending (where zeros are opened) */

@@ -43,8 +43,6 @@ MIN_DIAGONAL_AMPLITUDES = 2 ** 10
 # Dense gates on up to this many scattered wires take levels.c's kernel (beyond, torch's GEMM on
 # the moved axes: 2^k multiply-adds per amplitude are compute-bound either way)
 LEVELS_MAX_DENSE_WIRES = 6
-# what levels.c takes at most (LEVELS_MAX_WIRES, LEVELS_MAX_MATRIX there)
-LEVELS_MAX_WIRES, LEVELS_MAX_MATRIX = 10, 64
 
 
 def _cpu_key() -> str:
@@ -142,6 +140,11 @@ def _load():
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp, vp,
                                        i64, vp, i64, vp, cint, cint]
         getattr(lib, name).restype = None
+    lib.tql_levels_limits.argtypes = [vp]
+    lib.tql_levels_limits.restype = None
+    limits = (ctypes.c_int64 * 2)()
+    lib.tql_levels_limits(limits)
+    _state["levels_limits"] = tuple(limits)
     return lib, f"in use ({path})"
 
 
@@ -153,6 +156,11 @@ def library():
                 _state["lib"], _state["reason"] = _load()
                 _state["tried"] = True
     return _state["lib"]
+
+
+def levels_limits():
+    """(most wires, most levels of the matrix) levels.c takes; (0, 0) without the library."""
+    return _state.get("levels_limits", (0, 0)) if library() is not None else (0, 0)
 
 
 def status() -> str:
@@ -243,7 +251,8 @@ def apply_levels(state: torch.Tensor, matrix: torch.Tensor, wires, n: int, level
     ``wires`` (any order; wires[0] the levels' most significant bit; None: all 2^k of them, a
     dense gate), only where every wire of ``controls`` is 1; the other amplitudes copied (zeroed
     unless ``keep_rest``). One pass (levels.c), or None where not usable."""
-    if len(wires) > LEVELS_MAX_WIRES or (2 ** len(wires) if levels is None else len(levels)) > LEVELS_MAX_MATRIX:
+    max_wires, max_matrix = levels_limits()
+    if len(wires) > max_wires or (2 ** len(wires) if levels is None else len(levels)) > max_matrix:
         return None             # what levels.c declines, before anything is allocated
     m = _gate_operand(state, matrix)
     if m is None:

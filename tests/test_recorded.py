@@ -124,11 +124,13 @@ def test_only_the_state_or_only_the_matrix_needs_a_gradient(dtype):
     np.testing.assert_allclose(gu.numpy(), ru.numpy(), atol=10 * ATOL[dtype])
 
 
-@pytest.mark.parametrize("wires,controls", [((9, 0, 14), (4,)), ((9, 0, 3), (4,)), ((12,), ())])
+@pytest.mark.parametrize("wires,controls", [((9, 0, 14), (4,)), ((9, 0, 3), (4,)), ((12,), ()), ((14, 2), ()),
+                                            ((13, 14), ())])
 @pytest.mark.parametrize("per_sample", [False, True])
 def test_gram_threads_split_the_groups(wires, controls, per_sample, dtype):
     """Past 2^15 amplitudes the gram sums in one part per thread (positions one by one, and in
-    registers where every bit is above them): the same as the torch reference."""
+    registers where every bit is above them; a diagonal's as one stream, its low bits sorted per
+    lane): the same as the torch reference."""
     gen = torch.Generator().manual_seed(3)
     psi = torch.randn(2, 2 ** 15, dtype=dtype, generator=gen)
     g = torch.randn(2, 2 ** 15, dtype=dtype, generator=gen)
@@ -143,6 +145,11 @@ def test_gram_threads_split_the_groups(wires, controls, per_sample, dtype):
             # of the sum's scale (the largest entry), as torch's own complex64 product would have
             scale = float(ref.abs().max()) * (1e-6 if dtype == torch.complex64 else 1e-12)
             np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=0, atol=scale)
+            if not controls:
+                only = native.gram_levels(psi, g, wires, 15, None, controls, per_sample, diagonal_only=True)
+                diagonal = np.eye(2 ** len(wires), dtype=bool)
+                np.testing.assert_allclose(only.numpy()[..., diagonal], ref.numpy()[..., diagonal], rtol=0, atol=scale)
+                assert not only.numpy()[..., ~diagonal].any()
     finally:
         torch.set_num_threads(old)
 

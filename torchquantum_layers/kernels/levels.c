@@ -352,12 +352,59 @@ static void NAME##_part_lanes(const T *restrict x, const T *restrict g, const le
         if (++since == LEVELS_GRAM_FLUSH) { NAME##_flush(A, S, MM, p); since = 0; } \
     } \
     NAME##_flush(A, S, MM, p); \
+} \
+/* A diagonal's gram (all 2^k levels, no control) as one stream over both states, LANES \
+ * amplitudes a step whatever the gate's bits: the bits at or above the register pick the \
+ * accumulator (the chunk's high level), those below it are fixed per lane and sorted out when \
+ * the accumulators are flushed (level_of). The gathered path read M scattered streams, and a \
+ * gate on the last wires (run < LANES) fell back to one position at a time. */ \
+static void NAME##_part_diagonal(const T *restrict x, const T *restrict g, const levels_layout *L, int64_t lo, \
+                                 int64_t hi, double *restrict p) { \
+    const int64_t M = L->nlev, lanes = LANES_##SUF; \
+    int64_t high_bits[LEVELS_MAX_WIRES], kh = 0, low_mask = L->mask & (lanes - 1); \
+    for (int64_t t = 0; t < L->k; ++t) if (L->sorted[t] >= __builtin_ctzll((unsigned long long)lanes)) high_bits[kh++] = L->sorted[t]; \
+    const int64_t H = (int64_t)1 << kh; \
+    int64_t level_of[LEVELS_GRAM_VECTOR_MATRIX][LANES_##SUF]; \
+    for (int64_t h = 0; h < H; ++h) { \
+        int64_t key = 0; \
+        for (int64_t u = 0; u < kh; ++u) if ((h >> u) & 1) key |= (int64_t)1 << high_bits[u]; \
+        for (int64_t l = 0; l < lanes; ++l) { \
+            level_of[h][l] = 0; \
+            for (int64_t v = 0; v < M; ++v) if (L->at[v] == (key | (l & low_mask))) level_of[h][l] = v; \
+        } \
+    } \
+    VEC_##SUF A[LEVELS_GRAM_VECTOR_MATRIX], S[LEVELS_GRAM_VECTOR_MATRIX]; \
+    for (int64_t h = 0; h < H; ++h) { A[h] = ZERO_##SUF(); S[h] = ZERO_##SUF(); } \
+    int64_t since = 0; \
+    for (int64_t c = lo; c < hi; ++c) { \
+        const int64_t i = c * lanes; \
+        int64_t h = 0; \
+        for (int64_t u = 0; u < kh; ++u) h |= ((i >> high_bits[u]) & 1) << u; \
+        const VEC_##SUF X = LOAD_##SUF(x + 2 * i), G = LOAD_##SUF(g + 2 * i); \
+        A[h] = FMA_##SUF(G, X, A[h]); \
+        S[h] = FMA_##SUF(G, SWAP_##SUF(X), S[h]); \
+        if (++since == LEVELS_GRAM_FLUSH || c + 1 == hi) { \
+            for (int64_t f = 0; f < H; ++f) { \
+                T a[2 * LANES_##SUF], b[2 * LANES_##SUF]; \
+                STORE_##SUF(a, A[f]); STORE_##SUF(b, S[f]); \
+                for (int64_t l = 0; l < lanes; ++l) { \
+                    const int64_t e = 2 * (level_of[f][l] * (M + 1)); \
+                    p[e] += (double)a[2 * l] + a[2 * l + 1]; \
+                    p[e + 1] += (double)b[2 * l + 1] - b[2 * l]; \
+                } \
+                A[f] = ZERO_##SUF(); S[f] = ZERO_##SUF(); \
+            } \
+            since = 0; \
+        } \
+    } \
 } ) \
 static void NAME##_span(const T *restrict x, const T *restrict g, int64_t len, const levels_layout *L, \
                         double *restrict acc, int diag, int nthreads) { \
     const int64_t M = L->nlev, groups = len >> L->k, MM2 = 2 * M * M; \
     int64_t step = 1; \
-    VECTOR_CODE(if (L->run >= LANES_##SUF && M <= LEVELS_GRAM_VECTOR_MATRIX) step = LANES_##SUF;) \
+    VECTOR_CODE(if (L->run >= LANES_##SUF && M <= LEVELS_GRAM_VECTOR_MATRIX) step = LANES_##SUF; \
+                const int stream = diag && !L->cmask && M == ((int64_t)1 << L->k) \
+                                   && M <= LEVELS_GRAM_VECTOR_MATRIX && len % LANES_##SUF == 0;) \
     int64_t parts = (nthreads > 1 && len >= 32768) ? nthreads : 1; \
     double *part = parts > 1 ? (double *)calloc((size_t)(parts * MM2), sizeof(double)) : NULL; \
     if (!part) parts = 1;                           /* one part sums into acc itself */ \
@@ -365,6 +412,10 @@ static void NAME##_span(const T *restrict x, const T *restrict g, int64_t len, c
     for (int64_t c = 0; c < parts; ++c) { \
         double *p = part ? part + c * MM2 : acc; \
         const int64_t lo = groups / step * c / parts * step, hi = groups / step * (c + 1) / parts * step; \
+        VECTOR_CODE(if (stream) { \
+            const int64_t chunks = len / LANES_##SUF; \
+            NAME##_part_diagonal(x, g, L, chunks * c / parts, chunks * (c + 1) / parts, p); \
+        } else) \
         if (step == 1) NAME##_part(x, g, L, lo, hi, p, diag); \
         VECTOR_CODE(else NAME##_part_lanes(x, g, L, lo, hi, p, diag);) \
     } \

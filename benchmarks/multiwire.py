@@ -5,6 +5,8 @@ controlled two-wire gate, as ratios to ``torch.clone`` of the same state.
     python benchmarks/multiwire.py [--n 20,22] [--dtypes c64,c128] [--threads 1] [--keep-freed-memory]
                                    [--backward]
 
+``--gram``: the matrix gradient of those gates alone (levels.c's gram, full and diagonal-only).
+
 ``--backward``: forward + backward of each gate under autograd (state and angle or matrix
 requiring gradients, a random upstream gradient), through the one-pass kernels
 (kernels/recorded.py) and, in the same run, through torch's ops (the path before them).
@@ -20,7 +22,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
 from torchquantum_layers import gates as G  # noqa: E402
-from torchquantum_layers.kernels import recorded  # noqa: E402
+from torchquantum_layers.kernels import native, recorded  # noqa: E402
 
 from common import add_runtime_flags, keep_memory_if_asked, machine, paired, rows_table, set_threads, today  # noqa: E402
 
@@ -80,6 +82,23 @@ def bench_backward(n, dtype, rounds):
     return row
 
 
+def bench_gram(n, dtype, rounds):
+    """The matrix gradient of the recorded gates alone (levels.c's gram over a state and an
+    upstream gradient: two reads, no write), full and diagonal-only, as clones."""
+    state = tql.random_state(n, 1, dtype=dtype)
+    grad = tql.random_state(n, 1, dtype=dtype)
+    row = {"n": n, "dtype": str(dtype).replace("torch.", "")}
+    for name, wires in [("n-1", (n - 1,)), ("7", (7,)), ("(0, n-1)", (0, n - 1)), ("(n-2, n-1)", (n - 2, n - 1)),
+                        ("(3, 11)", (3, 11)), ("(0, 9, n-1)", (0, 9, n - 1))]:
+        for diagonal in (True, False):
+            if diagonal and len(wires) > recorded.MAX_DIAGONAL_WIRES:
+                continue
+            label = f"{'diag' if diagonal else 'full'} {name}"
+            fn = lambda: native.gram_levels(state, grad, wires, n, diagonal_only=diagonal)  # noqa: E731
+            row[label] = f"{paired(fn, state, rounds)[0]:.2f}"
+    return row
+
+
 def bench(n, dtype, rounds):
     state = tql.random_state(n, 1, dtype=dtype)
     real = torch.float64 if dtype == torch.complex128 else torch.float32
@@ -103,14 +122,15 @@ def main(argv=None):
     ap.add_argument("--dtypes", default="c64,c128")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved clone/operation rounds (median)")
     ap.add_argument("--backward", action="store_true", help="forward + backward under autograd instead")
+    ap.add_argument("--gram", action="store_true", help="the recorded gates' matrix gradient (levels.c) alone")
     add_runtime_flags(ap)
     args = ap.parse_args(argv)
     set_threads(args)
     kept = keep_memory_if_asked(args)
-    run = bench_backward if args.backward else bench
+    run = bench_backward if args.backward else bench_gram if args.gram else bench
     rows = [run(int(n), DT[d], args.rounds) for n in args.n.split(",") for d in args.dtypes.split(",")]
     what = "forward + backward of multi-wire gates: one-pass kernels (torch's ops)" if args.backward \
-        else "multi-wire gates"
+        else "the gram of the recorded gates, full and diagonal-only" if args.gram else "multi-wire gates"
     print(f"# {what}, {today()}, {machine()}" + (", keep_freed_memory() applied" if kept else ""))
     print("ratios are time / time of torch.clone of the same state, median of interleaved rounds (lower is better)")
     print(rows_table(rows))

@@ -295,6 +295,16 @@ DEF_LEVELS(tql_gate_levels_c128, double, f64)
  * Returns 0 where tql_gate_levels would. (Torch's way: the wires' axes moved together for both
  * states, then a GEMM: two extra passes over each.) */
 #define LEVELS_GRAM_VECTOR_MATRIX 8    /* up to 8 levels: 2 x 64 register accumulators */
+VECTOR_CODE(
+/* the register of v's amplitudes at lanes l ^ p (p < LANES) */
+static inline __m256 xor_lanes_f32(__m256 v, int64_t p) {
+    if (p & 2) v = _mm256_permute2f128_ps(v, v, 1);
+    return (p & 1) ? _mm256_permute_ps(v, 0x4E) : v;
+}
+static inline __m256d xor_lanes_f64(__m256d v, int64_t p) {
+    return (p & 1) ? _mm256_permute2f128_pd(v, v, 1) : v;
+}
+)
 #define LEVELS_GRAM_FLUSH 64           /* positions a float accumulator sums before it is added in double */
 #define DEF_LEVELS_GRAM(NAME, T, SUF) \
 static void NAME##_part(const T *restrict x, const T *restrict g, const levels_layout *L, int64_t lo, int64_t hi, \
@@ -358,6 +368,19 @@ static void NAME##_part_lanes(const T *restrict x, const T *restrict g, const le
  * accumulator (the chunk's high level), those below it are fixed per lane and sorted out when \
  * the accumulators are flushed (level_of). The gathered path read M scattered streams, and a \
  * gate on the last wires (run < LANES) fell back to one position at a time. */ \
+static void NAME##_flush_diagonal(VEC_##SUF *A, VEC_##SUF *S, int64_t H, const int64_t (*level_of)[LANES_##SUF], \
+                                  int64_t M, double *restrict p) { \
+    for (int64_t f = 0; f < H; ++f) { \
+        T a[2 * LANES_##SUF], b[2 * LANES_##SUF]; \
+        STORE_##SUF(a, A[f]); STORE_##SUF(b, S[f]); \
+        for (int64_t l = 0; l < LANES_##SUF; ++l) { \
+            const int64_t e = 2 * (level_of[f][l] * (M + 1)); \
+            p[e] += (double)a[2 * l] + a[2 * l + 1]; \
+            p[e + 1] += (double)b[2 * l + 1] - b[2 * l]; \
+        } \
+        A[f] = ZERO_##SUF(); S[f] = ZERO_##SUF(); \
+    } \
+} \
 static void NAME##_part_diagonal(const T *restrict x, const T *restrict g, const levels_layout *L, int64_t lo, \
                                  int64_t hi, double *restrict p) { \
     const int64_t M = L->nlev, lanes = LANES_##SUF; \
@@ -383,20 +406,71 @@ static void NAME##_part_diagonal(const T *restrict x, const T *restrict g, const
         const VEC_##SUF X = LOAD_##SUF(x + 2 * i), G = LOAD_##SUF(g + 2 * i); \
         A[h] = FMA_##SUF(G, X, A[h]); \
         S[h] = FMA_##SUF(G, SWAP_##SUF(X), S[h]); \
-        if (++since == LEVELS_GRAM_FLUSH || c + 1 == hi) { \
-            for (int64_t f = 0; f < H; ++f) { \
-                T a[2 * LANES_##SUF], b[2 * LANES_##SUF]; \
-                STORE_##SUF(a, A[f]); STORE_##SUF(b, S[f]); \
-                for (int64_t l = 0; l < lanes; ++l) { \
-                    const int64_t e = 2 * (level_of[f][l] * (M + 1)); \
-                    p[e] += (double)a[2 * l] + a[2 * l + 1]; \
-                    p[e + 1] += (double)b[2 * l + 1] - b[2 * l]; \
-                } \
-                A[f] = ZERO_##SUF(); S[f] = ZERO_##SUF(); \
-            } \
-            since = 0; \
+        if (++since == LEVELS_GRAM_FLUSH) { NAME##_flush_diagonal(A, S, H, level_of, M, p); since = 0; } \
+    } \
+    NAME##_flush_diagonal(A, S, H, level_of, M, p); \
+} \
+/* The full gram of a gate with bits inside the register (the last wire; in complex64 also the \
+ * one before), which went position by position: LANES amplitudes a step, the partners of a low \
+ * gate bit a lane permutation away (xor_lanes), those of a high bit a load away; accumulator \
+ * (hg, hx, p) sums g at high level hg times x at high level hx with lanes xored by p, and the \
+ * flush sorts each lane into its (row, column) of the gram. All 2^k levels; controls above. */ \
+static void NAME##_flush_sorted(VEC_##SUF *A, VEC_##SUF *S, int64_t H, int64_t P, const int64_t *patterns, \
+                                const int64_t (*level_of)[LANES_##SUF], int64_t M, double *restrict p) { \
+    for (int64_t e = 0; e < H * H * P; ++e) { \
+        const int64_t hg = e / (H * P), hx = (e / P) % H, q = patterns[e % P]; \
+        T a[2 * LANES_##SUF], b[2 * LANES_##SUF]; \
+        STORE_##SUF(a, A[e]); STORE_##SUF(b, S[e]); \
+        for (int64_t l = 0; l < LANES_##SUF; ++l) { \
+            const int64_t at = 2 * (level_of[hg][l] * M + level_of[hx][l ^ q]); \
+            p[at] += (double)a[2 * l] + a[2 * l + 1]; \
+            p[at + 1] += (double)b[2 * l + 1] - b[2 * l]; \
+        } \
+        A[e] = ZERO_##SUF(); S[e] = ZERO_##SUF(); \
+    } \
+} \
+static void NAME##_part_low_bits(const T *restrict x, const T *restrict g, const levels_layout *L, int64_t lo, \
+                                 int64_t hi, double *restrict p) { \
+    const int64_t M = L->nlev, lanes = LANES_##SUF, lg = __builtin_ctzll((unsigned long long)lanes); \
+    int64_t high_bits[LEVELS_MAX_WIRES], kh = 0, low_mask = L->mask & (lanes - 1); \
+    for (int64_t t = 0; t < L->k; ++t) if (L->sorted[t] >= lg) high_bits[kh++] = L->sorted[t]; \
+    const int64_t H = (int64_t)1 << kh; \
+    int64_t patterns[LANES_##SUF], P = 0, high_at[LEVELS_GRAM_VECTOR_MATRIX]; \
+    for (int64_t q = 0; q < lanes; ++q) if (!(q & ~low_mask)) patterns[P++] = q; \
+    int64_t level_of[LEVELS_GRAM_VECTOR_MATRIX][LANES_##SUF]; \
+    for (int64_t h = 0; h < H; ++h) { \
+        high_at[h] = 0; \
+        for (int64_t u = 0; u < kh; ++u) if ((h >> u) & 1) high_at[h] |= (int64_t)1 << high_bits[u]; \
+        for (int64_t l = 0; l < lanes; ++l) { \
+            level_of[h][l] = 0; \
+            for (int64_t v = 0; v < M; ++v) if (L->at[v] == (high_at[h] | (l & low_mask))) level_of[h][l] = v; \
         } \
     } \
+    VEC_##SUF A[LEVELS_GRAM_VECTOR_MATRIX * LEVELS_GRAM_VECTOR_MATRIX], S[LEVELS_GRAM_VECTOR_MATRIX * LEVELS_GRAM_VECTOR_MATRIX]; \
+    VEC_##SUF XP[LEVELS_GRAM_VECTOR_MATRIX * LANES_##SUF], XS[LEVELS_GRAM_VECTOR_MATRIX * LANES_##SUF]; \
+    for (int64_t e = 0; e < H * H * P; ++e) { A[e] = ZERO_##SUF(); S[e] = ZERO_##SUF(); } \
+    int64_t since = 0; \
+    for (int64_t c = lo; c < hi; ++c) { \
+        int64_t i = c * lanes; \
+        for (int64_t u = 0; u < kh; ++u) i = insert_zero(i, high_bits[u]); \
+        if ((i & L->cmask) != L->cmask) continue; \
+        for (int64_t hx = 0; hx < H; ++hx) { \
+            const VEC_##SUF X = LOAD_##SUF(x + 2 * (i + high_at[hx])); \
+            for (int64_t q = 0; q < P; ++q) { \
+                XP[hx * P + q] = xor_lanes_##SUF(X, patterns[q]); \
+                XS[hx * P + q] = SWAP_##SUF(XP[hx * P + q]); \
+            } \
+        } \
+        for (int64_t hg = 0; hg < H; ++hg) { \
+            const VEC_##SUF G = LOAD_##SUF(g + 2 * (i + high_at[hg])); \
+            for (int64_t e = 0; e < H * P; ++e) { \
+                A[hg * H * P + e] = FMA_##SUF(G, XP[e], A[hg * H * P + e]); \
+                S[hg * H * P + e] = FMA_##SUF(G, XS[e], S[hg * H * P + e]); \
+            } \
+        } \
+        if (++since == LEVELS_GRAM_FLUSH) { NAME##_flush_sorted(A, S, H, P, patterns, level_of, M, p); since = 0; } \
+    } \
+    NAME##_flush_sorted(A, S, H, P, patterns, level_of, M, p); \
 } ) \
 static void NAME##_span(const T *restrict x, const T *restrict g, int64_t len, const levels_layout *L, \
                         double *restrict acc, int diag, int nthreads) { \
@@ -404,7 +478,10 @@ static void NAME##_span(const T *restrict x, const T *restrict g, int64_t len, c
     int64_t step = 1; \
     VECTOR_CODE(if (L->run >= LANES_##SUF && M <= LEVELS_GRAM_VECTOR_MATRIX) step = LANES_##SUF; \
                 const int stream = diag && !L->cmask && M == ((int64_t)1 << L->k) \
-                                   && M <= LEVELS_GRAM_VECTOR_MATRIX && len % LANES_##SUF == 0;) \
+                                   && M <= LEVELS_GRAM_VECTOR_MATRIX && len % LANES_##SUF == 0; \
+                const int low_bits = !stream && step == 1 && M == ((int64_t)1 << L->k) \
+                                     && M <= LEVELS_GRAM_VECTOR_MATRIX && !(L->cmask & (LANES_##SUF - 1)) \
+                                     && len % LANES_##SUF == 0;) \
     int64_t parts = (nthreads > 1 && len >= 32768) ? nthreads : 1; \
     double *part = parts > 1 ? (double *)calloc((size_t)(parts * MM2), sizeof(double)) : NULL; \
     if (!part) parts = 1;                           /* one part sums into acc itself */ \
@@ -415,6 +492,10 @@ static void NAME##_span(const T *restrict x, const T *restrict g, int64_t len, c
         VECTOR_CODE(if (stream) { \
             const int64_t chunks = len / LANES_##SUF; \
             NAME##_part_diagonal(x, g, L, chunks * c / parts, chunks * (c + 1) / parts, p); \
+        } else if (low_bits) { \
+            const int64_t chunks = (len / LANES_##SUF) >> (L->k - __builtin_popcountll( \
+                (unsigned long long)(L->mask & (LANES_##SUF - 1)))); \
+            NAME##_part_low_bits(x, g, L, chunks * c / parts, chunks * (c + 1) / parts, p); \
         } else) \
         if (step == 1) NAME##_part(x, g, L, lo, hi, p, diag); \
         VECTOR_CODE(else NAME##_part_lanes(x, g, L, lo, hi, p, diag);) \

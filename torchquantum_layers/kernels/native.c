@@ -595,41 +595,17 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
 
 /* A diagonal on k wires in the same line blocks: out[j] = dl[jh][lane] in[j] at j = i + dstoff[jh]
  * + lane (dl: the diagonal entry of each lane's local state, complex, KH x W; W = WW, the lanes of
- * one 64-byte line, which native.py always uses). With AVX2 a line is two registers, each times
- * its lanes' (re, re) and (im, im) entries (the scalar loop below compiled to shuffles: an RZZ at
- * 2^20 amplitudes took 3 clones). */
+ * one 64-byte line, which native.py always uses). With AVX2 the lines go in memory order, one
+ * stream in and one out, each line's pattern jh read off its high bits (visiting the KH lines of a
+ * block together made KH streams 2^bit apart: RZ on a middle wire took 1.6-2.6 clones against 1.0
+ * on the last), a line two registers, each times its lanes' (re, re) and (im, im) entries (the
+ * scalar loop below compiled to shuffles: an RZZ at 2^20 amplitudes took 3 clones). */
 #define DEF_DIAG_BLOCKS(NAME, T, WW, SUF) \
-void NAME(const T *restrict in, T *restrict out, int64_t batch, int64_t n, int64_t b, int64_t maskH, \
-          int64_t KH, const int64_t *restrict dstoff, const T *restrict dl, int nthreads) BLOCK_CHUNKS(2 * sizeof(T), \
+static void NAME##_blocks(const T *restrict in, T *restrict out, int64_t batch, int64_t n, int64_t b, \
+                          int64_t maskH, int64_t KH, const int64_t *restrict dstoff, const T *restrict dl, \
+                          int nthreads) BLOCK_CHUNKS(2 * sizeof(T), \
     const T *restrict src = in + 2 * bt * N; \
     T *restrict dst = out + 2 * bt * N; \
-    VECTOR_CODE( \
-    if (KH <= 64 && WW == 2 * LANES_##SUF) { \
-        VEC_##SUF cr[64][2], ci[64][2]; \
-        for (int64_t jh = 0; jh < KH; ++jh) \
-            for (int h = 0; h < 2; ++h) { \
-                T re[2 * LANES_##SUF], im[2 * LANES_##SUF]; \
-                const T *m = dl + 2 * WW * jh + 2 * LANES_##SUF * h; \
-                for (int l = 0; l < LANES_##SUF; ++l) { \
-                    re[2 * l] = re[2 * l + 1] = m[2 * l]; \
-                    im[2 * l] = im[2 * l + 1] = m[2 * l + 1]; \
-                } \
-                cr[jh][h] = LOAD_##SUF(re); ci[jh][h] = LOAD_##SUF(im); \
-            } \
-        for (int64_t c = c0; c < c1; ++c) { \
-            for (int64_t jh = 0; jh < KH; ++jh) { \
-                const T *x = src + 2 * (i + dstoff[jh]); \
-                T *y = dst + 2 * (i + dstoff[jh]); \
-                PREFETCH_LINES(src + 2 * (ia + dstoff[jh]), dst + 2 * (ia + dstoff[jh])) \
-                const VEC_##SUF X0 = LOAD_##SUF(x), X1 = LOAD_##SUF(x + 2 * LANES_##SUF); \
-                STORE_##SUF(y, FMADDSUB_##SUF(cr[jh][0], X0, MUL_##SUF(ci[jh][0], SWAP_##SUF(X0)))); \
-                STORE_##SUF(y + 2 * LANES_##SUF, FMADDSUB_##SUF(cr[jh][1], X1, MUL_##SUF(ci[jh][1], SWAP_##SUF(X1)))); \
-            } \
-            i = ((i | fixed) + 1) & ~fixed; \
-            ia = ((ia | fixed) + 1) & ~fixed; \
-        } \
-        continue; \
-    } ) \
     for (int64_t c = c0; c < c1; ++c) { \
         for (int64_t jh = 0; jh < KH; ++jh) { \
             const T *restrict x = src + 2 * (i + dstoff[jh]), *restrict m = dl + 2 * WW * jh; \
@@ -642,6 +618,45 @@ void NAME(const T *restrict in, T *restrict out, int64_t batch, int64_t n, int64
         } \
         i = ((i | fixed) + 1) & ~fixed; \
         ia = ((ia | fixed) + 1) & ~fixed; \
-    } )
+    } ) \
+VECTOR_CODE( \
+static void NAME##_lines(const T *restrict in, T *restrict out, int64_t batch, int64_t n, int64_t KH, \
+                         const int64_t *restrict dstoff, const T *restrict dl, int nthreads) { \
+    VEC_##SUF cr[64][2], ci[64][2]; \
+    for (int64_t jh = 0; jh < KH; ++jh) \
+        for (int h = 0; h < 2; ++h) { \
+            T re[2 * LANES_##SUF], im[2 * LANES_##SUF]; \
+            const T *m = dl + 2 * WW * jh + 2 * LANES_##SUF * h; \
+            for (int l = 0; l < LANES_##SUF; ++l) { \
+                re[2 * l] = re[2 * l + 1] = m[2 * l]; \
+                im[2 * l] = im[2 * l + 1] = m[2 * l + 1]; \
+            } \
+            cr[jh][h] = LOAD_##SUF(re); ci[jh][h] = LOAD_##SUF(im); \
+        } \
+    /* bit u of jh is set where the line has high bit hb[u] (dstoff[1 << u] is that bit alone) */ \
+    int64_t hb[6], kh = 0; \
+    for (int64_t u = 0; (int64_t)1 << u < KH; ++u) hb[kh++] = __builtin_ctzll((unsigned long long)dstoff[(int64_t)1 << u]); \
+    const int64_t amplitudes = batch * ((int64_t)1 << n), lines = amplitudes / WW, chunk = 1024; \
+    _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(amplitudes >= 16384)") \
+    for (int64_t c0 = 0; c0 < lines; c0 += chunk) { \
+        const int64_t c1 = c0 + chunk < lines ? c0 + chunk : lines; \
+        for (int64_t line = c0; line < c1; ++line) { \
+            const int64_t i = line * WW; \
+            int64_t jh = 0; \
+            for (int64_t u = 0; u < kh; ++u) jh |= ((i >> hb[u]) & 1) << u; \
+            const VEC_##SUF X0 = LOAD_##SUF(in + 2 * i), X1 = LOAD_##SUF(in + 2 * i + 2 * LANES_##SUF); \
+            STORE_##SUF(out + 2 * i, FMADDSUB_##SUF(cr[jh][0], X0, MUL_##SUF(ci[jh][0], SWAP_##SUF(X0)))); \
+            STORE_##SUF(out + 2 * i + 2 * LANES_##SUF, FMADDSUB_##SUF(cr[jh][1], X1, MUL_##SUF(ci[jh][1], SWAP_##SUF(X1)))); \
+        } \
+    } \
+} ) \
+void NAME(const T *restrict in, T *restrict out, int64_t batch, int64_t n, int64_t b, int64_t maskH, int64_t KH, \
+          const int64_t *restrict dstoff, const T *restrict dl, int nthreads) { \
+    VECTOR_CODE(if (KH <= 64 && WW == 2 * LANES_##SUF && ((int64_t)1 << n) % WW == 0) { \
+        NAME##_lines(in, out, batch, n, KH, dstoff, dl, nthreads); \
+        return; \
+    }) \
+    NAME##_blocks(in, out, batch, n, b, maskH, KH, dstoff, dl, nthreads); \
+}
 DEF_DIAG_BLOCKS(tql_diag_blocks_c64, float, 8, f32)
 DEF_DIAG_BLOCKS(tql_diag_blocks_c128, double, 4, f64)

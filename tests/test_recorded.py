@@ -125,12 +125,12 @@ def test_only_the_state_or_only_the_matrix_needs_a_gradient(dtype):
 
 
 @pytest.mark.parametrize("wires,controls", [((9, 0, 14), (4,)), ((9, 0, 3), (4,)), ((12,), ()), ((14, 2), ()),
-                                            ((13, 14), ())])
+                                            ((13, 14), ()), ((0, 9), (14,)), ((13,), (14, 3))])
 @pytest.mark.parametrize("per_sample", [False, True])
 def test_gram_threads_split_the_groups(wires, controls, per_sample, dtype):
-    """Past 2^15 amplitudes the gram sums in one part per thread (positions one by one, and in
-    registers where every bit is above them; a diagonal's as one stream, its low bits sorted per
-    lane): the same as the torch reference."""
+    """Past 2^15 amplitudes the gram sums in one part per thread (positions one by one, in
+    registers where every bit is above them, with lane permutations for gate bits inside them and
+    lane masks for controls there; a diagonal's as one stream): the same as the torch reference."""
     gen = torch.Generator().manual_seed(3)
     psi = torch.randn(2, 2 ** 15, dtype=dtype, generator=gen)
     g = torch.randn(2, 2 ** 15, dtype=dtype, generator=gen)

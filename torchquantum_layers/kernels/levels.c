@@ -304,6 +304,19 @@ static inline __m256 xor_lanes_f32(__m256 v, int64_t p) {
 static inline __m256d xor_lanes_f64(__m256d v, int64_t p) {
     return (p & 1) ? _mm256_permute2f128_pd(v, v, 1) : v;
 }
+/* all bits set in the lanes l where every bit of `low` (< LANES) is set in l, zero elsewhere */
+static inline __m256 lanes_where_f32(int64_t low) {
+    int32_t m[8];
+    for (int l = 0; l < 4; ++l) m[2 * l] = m[2 * l + 1] = ((l & low) == low) ? -1 : 0;
+    return _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)m));
+}
+static inline __m256d lanes_where_f64(int64_t low) {
+    int64_t m[4];
+    for (int l = 0; l < 2; ++l) m[2 * l] = m[2 * l + 1] = ((l & low) == low) ? -1 : 0;
+    return _mm256_castsi256_pd(_mm256_loadu_si256((const __m256i *)m));
+}
+#define AND_f32 _mm256_and_ps
+#define AND_f64 _mm256_and_pd
 )
 #define LEVELS_GRAM_FLUSH 64           /* positions a float accumulator sums before it is added in double */
 #define DEF_LEVELS_GRAM(NAME, T, SUF) \
@@ -414,7 +427,7 @@ static void NAME##_part_diagonal(const T *restrict x, const T *restrict g, const
  * one before), which went position by position: LANES amplitudes a step, the partners of a low \
  * gate bit a lane permutation away (xor_lanes), those of a high bit a load away; accumulator \
  * (hg, hx, p) sums g at high level hg times x at high level hx with lanes xored by p, and the \
- * flush sorts each lane into its (row, column) of the gram. All 2^k levels; controls above. */ \
+ * flush sorts each lane into its (row, column) of the gram. All 2^k levels, any controls. */ \
 static void NAME##_flush_sorted(VEC_##SUF *A, VEC_##SUF *S, int64_t H, int64_t P, const int64_t *patterns, \
                                 const int64_t (*level_of)[LANES_##SUF], int64_t M, double *restrict p) { \
     for (int64_t e = 0; e < H * H * P; ++e) { \
@@ -449,11 +462,14 @@ static void NAME##_part_low_bits(const T *restrict x, const T *restrict g, const
     VEC_##SUF A[LEVELS_GRAM_VECTOR_MATRIX * LEVELS_GRAM_VECTOR_MATRIX], S[LEVELS_GRAM_VECTOR_MATRIX * LEVELS_GRAM_VECTOR_MATRIX]; \
     VEC_##SUF XP[LEVELS_GRAM_VECTOR_MATRIX * LANES_##SUF], XS[LEVELS_GRAM_VECTOR_MATRIX * LANES_##SUF]; \
     for (int64_t e = 0; e < H * H * P; ++e) { A[e] = ZERO_##SUF(); S[e] = ZERO_##SUF(); } \
+    /* controls above the register skip whole steps, those inside it zero g's lanes where they are 0 */ \
+    const int64_t control_high = L->cmask & ~(lanes - 1); \
+    const VEC_##SUF controlled = lanes_where_##SUF(L->cmask & (lanes - 1)); \
     int64_t since = 0; \
     for (int64_t c = lo; c < hi; ++c) { \
         int64_t i = c * lanes; \
         for (int64_t u = 0; u < kh; ++u) i = insert_zero(i, high_bits[u]); \
-        if ((i & L->cmask) != L->cmask) continue; \
+        if ((i & control_high) != control_high) continue; \
         for (int64_t hx = 0; hx < H; ++hx) { \
             const VEC_##SUF X = LOAD_##SUF(x + 2 * (i + high_at[hx])); \
             for (int64_t q = 0; q < P; ++q) { \
@@ -462,7 +478,7 @@ static void NAME##_part_low_bits(const T *restrict x, const T *restrict g, const
             } \
         } \
         for (int64_t hg = 0; hg < H; ++hg) { \
-            const VEC_##SUF G = LOAD_##SUF(g + 2 * (i + high_at[hg])); \
+            const VEC_##SUF G = AND_##SUF(LOAD_##SUF(g + 2 * (i + high_at[hg])), controlled); \
             for (int64_t e = 0; e < H * P; ++e) { \
                 A[hg * H * P + e] = FMA_##SUF(G, XP[e], A[hg * H * P + e]); \
                 S[hg * H * P + e] = FMA_##SUF(G, XS[e], S[hg * H * P + e]); \
@@ -480,8 +496,7 @@ static void NAME##_span(const T *restrict x, const T *restrict g, int64_t len, c
                 const int stream = diag && !L->cmask && M == ((int64_t)1 << L->k) \
                                    && M <= LEVELS_GRAM_VECTOR_MATRIX && len % LANES_##SUF == 0; \
                 const int low_bits = !stream && step == 1 && M == ((int64_t)1 << L->k) \
-                                     && M <= LEVELS_GRAM_VECTOR_MATRIX && !(L->cmask & (LANES_##SUF - 1)) \
-                                     && len % LANES_##SUF == 0;) \
+                                     && M <= LEVELS_GRAM_VECTOR_MATRIX && len % LANES_##SUF == 0;) \
     int64_t parts = (nthreads > 1 && len >= 32768) ? nthreads : 1; \
     double *part = parts > 1 ? (double *)calloc((size_t)(parts * MM2), sizeof(double)) : NULL; \
     if (!part) parts = 1;                           /* one part sums into acc itself */ \

@@ -318,6 +318,35 @@ static inline __m256d lanes_where_f64(int64_t low) {
 #define AND_f32 _mm256_and_ps
 #define AND_f64 _mm256_and_pd
 )
+#define LANES_MAX 4
+/* Where a lane-stepped gram finds each level: the gate's bits at or above the register
+ * (high_bits, kh of them: H = 2^kh high levels, high_at[h] the offset of high level h), the xor
+ * patterns of its bits inside the register (P of them), and the level of lane l at high level h. */
+typedef struct {
+    int64_t kh, H, P, high_bits[LEVELS_MAX_WIRES], high_at[LEVELS_GRAM_VECTOR_MATRIX], patterns[LANES_MAX];
+    int64_t level_of[LEVELS_GRAM_VECTOR_MATRIX][LANES_MAX];
+} lane_plan;
+
+static inline void lane_plan_make(const levels_layout *L, int64_t lanes, lane_plan *LP) {
+    const int64_t lg = __builtin_ctzll((unsigned long long)lanes), low_mask = L->mask & (lanes - 1);
+    LP->kh = 0;
+    for (int64_t t = 0; t < L->k; ++t)
+        if (L->sorted[t] >= lg) LP->high_bits[LP->kh++] = L->sorted[t];
+    LP->H = (int64_t)1 << LP->kh;
+    LP->P = 0;
+    for (int64_t q = 0; q < lanes; ++q)
+        if (!(q & ~low_mask)) LP->patterns[LP->P++] = q;
+    for (int64_t h = 0; h < LP->H; ++h) {
+        LP->high_at[h] = 0;
+        for (int64_t u = 0; u < LP->kh; ++u)
+            if ((h >> u) & 1) LP->high_at[h] |= (int64_t)1 << LP->high_bits[u];
+        for (int64_t l = 0; l < lanes; ++l) {
+            LP->level_of[h][l] = 0;
+            for (int64_t v = 0; v < L->nlev; ++v)
+                if (L->at[v] == (LP->high_at[h] | (l & low_mask))) LP->level_of[h][l] = v;
+        }
+    }
+}
 #define LEVELS_GRAM_FLUSH 64           /* positions a float accumulator sums before it is added in double */
 #define DEF_LEVELS_GRAM(NAME, T, SUF) \
 static void NAME##_part(const T *restrict x, const T *restrict g, const levels_layout *L, int64_t lo, int64_t hi, \
@@ -376,117 +405,88 @@ static void NAME##_part_lanes(const T *restrict x, const T *restrict g, const le
     } \
     NAME##_flush(A, S, MM, p); \
 } \
-/* A diagonal's gram (all 2^k levels, no control) as one stream over both states, LANES \
- * amplitudes a step whatever the gate's bits: the bits at or above the register pick the \
- * accumulator (the chunk's high level), those below it are fixed per lane and sorted out when \
- * the accumulators are flushed (level_of). The gathered path read M scattered streams, and a \
- * gate on the last wires (run < LANES) fell back to one position at a time. */ \
-static void NAME##_flush_diagonal(VEC_##SUF *A, VEC_##SUF *S, int64_t H, const int64_t (*level_of)[LANES_##SUF], \
-                                  int64_t M, double *restrict p) { \
-    for (int64_t f = 0; f < H; ++f) { \
-        T a[2 * LANES_##SUF], b[2 * LANES_##SUF]; \
-        STORE_##SUF(a, A[f]); STORE_##SUF(b, S[f]); \
-        for (int64_t l = 0; l < LANES_##SUF; ++l) { \
-            const int64_t e = 2 * (level_of[f][l] * (M + 1)); \
-            p[e] += (double)a[2 * l] + a[2 * l + 1]; \
-            p[e + 1] += (double)b[2 * l + 1] - b[2 * l]; \
-        } \
-        A[f] = ZERO_##SUF(); S[f] = ZERO_##SUF(); \
-    } \
-} \
-static void NAME##_part_diagonal(const T *restrict x, const T *restrict g, const levels_layout *L, int64_t lo, \
-                                 int64_t hi, double *restrict p) { \
-    const int64_t M = L->nlev, lanes = LANES_##SUF; \
-    int64_t high_bits[LEVELS_MAX_WIRES], kh = 0, low_mask = L->mask & (lanes - 1); \
-    for (int64_t t = 0; t < L->k; ++t) if (L->sorted[t] >= __builtin_ctzll((unsigned long long)lanes)) high_bits[kh++] = L->sorted[t]; \
-    const int64_t H = (int64_t)1 << kh; \
-    int64_t level_of[LEVELS_GRAM_VECTOR_MATRIX][LANES_##SUF]; \
-    for (int64_t h = 0; h < H; ++h) { \
-        int64_t key = 0; \
-        for (int64_t u = 0; u < kh; ++u) if ((h >> u) & 1) key |= (int64_t)1 << high_bits[u]; \
-        for (int64_t l = 0; l < lanes; ++l) { \
-            level_of[h][l] = 0; \
-            for (int64_t v = 0; v < M; ++v) if (L->at[v] == (key | (l & low_mask))) level_of[h][l] = v; \
-        } \
-    } \
-    VEC_##SUF A[LEVELS_GRAM_VECTOR_MATRIX], S[LEVELS_GRAM_VECTOR_MATRIX]; \
-    for (int64_t h = 0; h < H; ++h) { A[h] = ZERO_##SUF(); S[h] = ZERO_##SUF(); } \
-    int64_t since = 0; \
-    for (int64_t c = lo; c < hi; ++c) { \
-        const int64_t i = c * lanes; \
-        int64_t h = 0; \
-        for (int64_t u = 0; u < kh; ++u) h |= ((i >> high_bits[u]) & 1) << u; \
-        const VEC_##SUF X = LOAD_##SUF(x + 2 * i), G = LOAD_##SUF(g + 2 * i); \
-        A[h] = FMA_##SUF(G, X, A[h]); \
-        S[h] = FMA_##SUF(G, SWAP_##SUF(X), S[h]); \
-        if (++since == LEVELS_GRAM_FLUSH) { NAME##_flush_diagonal(A, S, H, level_of, M, p); since = 0; } \
-    } \
-    NAME##_flush_diagonal(A, S, H, level_of, M, p); \
-} \
-/* The full gram of a gate with bits inside the register (the last wire; in complex64 also the \
- * one before), which went position by position: LANES amplitudes a step, the partners of a low \
- * gate bit a lane permutation away (xor_lanes), those of a high bit a load away; accumulator \
- * (hg, hx, p) sums g at high level hg times x at high level hx with lanes xored by p, and the \
- * flush sorts each lane into its (row, column) of the gram. All 2^k levels, any controls. */ \
-static void NAME##_flush_sorted(VEC_##SUF *A, VEC_##SUF *S, int64_t H, int64_t P, const int64_t *patterns, \
-                                const int64_t (*level_of)[LANES_##SUF], int64_t M, double *restrict p) { \
-    for (int64_t e = 0; e < H * H * P; ++e) { \
-        const int64_t hg = e / (H * P), hx = (e / P) % H, q = patterns[e % P]; \
+/* Both lane-stepped grams below step LANES amplitudes at a time whatever the gate's bits: the bits \
+ * at or above the register are a load away (high_at), those below it fixed per lane; an \
+ * accumulator register sums g times some register of x lane-wise, and at each flush its lane l \
+ * goes to entry at[e][l] of the gram (interleaved re, im in p). */ \
+static void NAME##_flush_lanes(VEC_##SUF *A, VEC_##SUF *S, int64_t count, const int64_t (*at)[LANES_MAX], \
+                               double *restrict p) { \
+    for (int64_t e = 0; e < count; ++e) { \
         T a[2 * LANES_##SUF], b[2 * LANES_##SUF]; \
         STORE_##SUF(a, A[e]); STORE_##SUF(b, S[e]); \
         for (int64_t l = 0; l < LANES_##SUF; ++l) { \
-            const int64_t at = 2 * (level_of[hg][l] * M + level_of[hx][l ^ q]); \
-            p[at] += (double)a[2 * l] + a[2 * l + 1]; \
-            p[at + 1] += (double)b[2 * l + 1] - b[2 * l]; \
+            p[at[e][l]] += (double)a[2 * l] + a[2 * l + 1]; \
+            p[at[e][l] + 1] += (double)b[2 * l + 1] - b[2 * l]; \
         } \
         A[e] = ZERO_##SUF(); S[e] = ZERO_##SUF(); \
     } \
 } \
-static void NAME##_part_low_bits(const T *restrict x, const T *restrict g, const levels_layout *L, int64_t lo, \
+/* A diagonal's gram (all 2^k levels, no control) as one stream over both states: the chunk's \
+ * high level picks the accumulator. The gathered path read M scattered streams, and a gate on \
+ * the last wires (run < LANES) fell back to one position at a time. */ \
+static void NAME##_part_diagonal(const T *restrict x, const T *restrict g, const levels_layout *L, int64_t lo, \
                                  int64_t hi, double *restrict p) { \
-    const int64_t M = L->nlev, lanes = LANES_##SUF, lg = __builtin_ctzll((unsigned long long)lanes); \
-    int64_t high_bits[LEVELS_MAX_WIRES], kh = 0, low_mask = L->mask & (lanes - 1); \
-    for (int64_t t = 0; t < L->k; ++t) if (L->sorted[t] >= lg) high_bits[kh++] = L->sorted[t]; \
-    const int64_t H = (int64_t)1 << kh; \
-    int64_t patterns[LANES_##SUF], P = 0, high_at[LEVELS_GRAM_VECTOR_MATRIX]; \
-    for (int64_t q = 0; q < lanes; ++q) if (!(q & ~low_mask)) patterns[P++] = q; \
-    int64_t level_of[LEVELS_GRAM_VECTOR_MATRIX][LANES_##SUF]; \
-    for (int64_t h = 0; h < H; ++h) { \
-        high_at[h] = 0; \
-        for (int64_t u = 0; u < kh; ++u) if ((h >> u) & 1) high_at[h] |= (int64_t)1 << high_bits[u]; \
-        for (int64_t l = 0; l < lanes; ++l) { \
-            level_of[h][l] = 0; \
-            for (int64_t v = 0; v < M; ++v) if (L->at[v] == (high_at[h] | (l & low_mask))) level_of[h][l] = v; \
-        } \
-    } \
-    VEC_##SUF A[LEVELS_GRAM_VECTOR_MATRIX * LEVELS_GRAM_VECTOR_MATRIX], S[LEVELS_GRAM_VECTOR_MATRIX * LEVELS_GRAM_VECTOR_MATRIX]; \
-    VEC_##SUF XP[LEVELS_GRAM_VECTOR_MATRIX * LANES_##SUF], XS[LEVELS_GRAM_VECTOR_MATRIX * LANES_##SUF]; \
-    for (int64_t e = 0; e < H * H * P; ++e) { A[e] = ZERO_##SUF(); S[e] = ZERO_##SUF(); } \
-    /* controls above the register skip whole steps, those inside it zero g's lanes where they are 0 */ \
-    const int64_t control_high = L->cmask & ~(lanes - 1); \
-    const VEC_##SUF controlled = lanes_where_##SUF(L->cmask & (lanes - 1)); \
+    lane_plan LP; \
+    lane_plan_make(L, LANES_##SUF, &LP); \
+    int64_t at[LEVELS_GRAM_VECTOR_MATRIX][LANES_MAX]; \
+    for (int64_t h = 0; h < LP.H; ++h) \
+        for (int64_t l = 0; l < LANES_##SUF; ++l) at[h][l] = 2 * LP.level_of[h][l] * (L->nlev + 1); \
+    VEC_##SUF A[LEVELS_GRAM_VECTOR_MATRIX], S[LEVELS_GRAM_VECTOR_MATRIX]; \
+    for (int64_t h = 0; h < LP.H; ++h) { A[h] = ZERO_##SUF(); S[h] = ZERO_##SUF(); } \
     int64_t since = 0; \
     for (int64_t c = lo; c < hi; ++c) { \
-        int64_t i = c * lanes; \
-        for (int64_t u = 0; u < kh; ++u) i = insert_zero(i, high_bits[u]); \
+        const int64_t i = c * LANES_##SUF; \
+        int64_t h = 0; \
+        for (int64_t u = 0; u < LP.kh; ++u) h |= ((i >> LP.high_bits[u]) & 1) << u; \
+        const VEC_##SUF X = LOAD_##SUF(x + 2 * i), G = LOAD_##SUF(g + 2 * i); \
+        A[h] = FMA_##SUF(G, X, A[h]); \
+        S[h] = FMA_##SUF(G, SWAP_##SUF(X), S[h]); \
+        if (++since == LEVELS_GRAM_FLUSH) { NAME##_flush_lanes(A, S, LP.H, at, p); since = 0; } \
+    } \
+    NAME##_flush_lanes(A, S, LP.H, at, p); \
+} \
+/* The full gram of a gate with bits inside the register (the last wire; in complex64 also the \
+ * one before), which went position by position: the partners of a low gate bit are a lane \
+ * permutation away (xor_lanes); accumulator (hg, hx, q) sums g at high level hg times x at high \
+ * level hx with lanes xored by pattern q. All 2^k levels, any controls. */ \
+static void NAME##_part_low_bits(const T *restrict x, const T *restrict g, const levels_layout *L, int64_t lo, \
+                                 int64_t hi, double *restrict p) { \
+    lane_plan LP; \
+    lane_plan_make(L, LANES_##SUF, &LP); \
+    const int64_t H = LP.H, P = LP.P, count = H * H * P; \
+    int64_t at[LEVELS_GRAM_VECTOR_MATRIX * LEVELS_GRAM_VECTOR_MATRIX][LANES_MAX]; \
+    for (int64_t e = 0; e < count; ++e) \
+        for (int64_t l = 0; l < LANES_##SUF; ++l) \
+            at[e][l] = 2 * (LP.level_of[e / (H * P)][l] * L->nlev \
+                            + LP.level_of[(e / P) % H][l ^ LP.patterns[e % P]]); \
+    VEC_##SUF A[LEVELS_GRAM_VECTOR_MATRIX * LEVELS_GRAM_VECTOR_MATRIX], S[LEVELS_GRAM_VECTOR_MATRIX * LEVELS_GRAM_VECTOR_MATRIX]; \
+    VEC_##SUF XP[LEVELS_GRAM_VECTOR_MATRIX * LANES_##SUF], XS[LEVELS_GRAM_VECTOR_MATRIX * LANES_##SUF]; \
+    for (int64_t e = 0; e < count; ++e) { A[e] = ZERO_##SUF(); S[e] = ZERO_##SUF(); } \
+    /* controls above the register skip whole steps, those inside it zero g's lanes where they are 0 */ \
+    const int64_t control_high = L->cmask & ~(int64_t)(LANES_##SUF - 1); \
+    const VEC_##SUF controlled = lanes_where_##SUF(L->cmask & (LANES_##SUF - 1)); \
+    int64_t since = 0; \
+    for (int64_t c = lo; c < hi; ++c) { \
+        int64_t i = c * LANES_##SUF; \
+        for (int64_t u = 0; u < LP.kh; ++u) i = insert_zero(i, LP.high_bits[u]); \
         if ((i & control_high) != control_high) continue; \
         for (int64_t hx = 0; hx < H; ++hx) { \
-            const VEC_##SUF X = LOAD_##SUF(x + 2 * (i + high_at[hx])); \
+            const VEC_##SUF X = LOAD_##SUF(x + 2 * (i + LP.high_at[hx])); \
             for (int64_t q = 0; q < P; ++q) { \
-                XP[hx * P + q] = xor_lanes_##SUF(X, patterns[q]); \
+                XP[hx * P + q] = xor_lanes_##SUF(X, LP.patterns[q]); \
                 XS[hx * P + q] = SWAP_##SUF(XP[hx * P + q]); \
             } \
         } \
         for (int64_t hg = 0; hg < H; ++hg) { \
-            const VEC_##SUF G = AND_##SUF(LOAD_##SUF(g + 2 * (i + high_at[hg])), controlled); \
+            const VEC_##SUF G = AND_##SUF(LOAD_##SUF(g + 2 * (i + LP.high_at[hg])), controlled); \
             for (int64_t e = 0; e < H * P; ++e) { \
                 A[hg * H * P + e] = FMA_##SUF(G, XP[e], A[hg * H * P + e]); \
                 S[hg * H * P + e] = FMA_##SUF(G, XS[e], S[hg * H * P + e]); \
             } \
         } \
-        if (++since == LEVELS_GRAM_FLUSH) { NAME##_flush_sorted(A, S, H, P, patterns, level_of, M, p); since = 0; } \
+        if (++since == LEVELS_GRAM_FLUSH) { NAME##_flush_lanes(A, S, count, at, p); since = 0; } \
     } \
-    NAME##_flush_sorted(A, S, H, P, patterns, level_of, M, p); \
+    NAME##_flush_lanes(A, S, count, at, p); \
 } ) \
 static void NAME##_span(const T *restrict x, const T *restrict g, int64_t len, const levels_layout *L, \
                         double *restrict acc, int diag, int nthreads) { \

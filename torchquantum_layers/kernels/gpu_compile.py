@@ -182,13 +182,30 @@ def representative_calls():
     ]
 
 
+# Registers past 2^31 amplitudes (an H200 holds 2^33 complex64): the same launches with the
+# integer arguments such a state gives, so the 64-bit index arithmetic compiles too
+WIDE = [("1-qubit gate, 2^33 amplitudes", "1-qubit gate", {"groups": 2 ** 32, "rest_bits": 32}),
+        ("RZZ (diagonal), 2^33 amplitudes", "RZZ (diagonal)", {"total": 2 ** 33, "n": 33}),
+        ("CNOT (permutation), 2^33 amplitudes", "CNOT (permutation)", {"groups": 2 ** 31})]
+
+
+def labels():
+    return [label for label, _ in representative_calls()] + [label for label, _, _ in WIDE]
+
+
 def compile_all(arch: int = 90):
-    """[(label, Compiled)] for every representative call."""
-    results = []
+    """[(label, Compiled)] for every representative call, then the WIDE ones."""
+    recorded = {}
     for label, call in representative_calls():
         with recorded_launches() as launches:
             call()
         if len(launches) != 1:
             raise RuntimeError(f"{label}: expected one kernel launch, recorded {len(launches)}")
-        results.append((label, compile_launch(launches[0], arch)))
-    return results
+        recorded[label] = launches[0]
+    for label, base, wide in WIDE:
+        launch = recorded[base]
+        args = list(launch.args)
+        for name, value in wide.items():
+            args[launch.kernel.arg_names.index(name)] = value
+        recorded[label] = Launch(launch.kernel, tuple(args), launch.kwargs)
+    return [(label, compile_launch(launch, arch)) for label, launch in recorded.items()]

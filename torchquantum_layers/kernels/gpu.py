@@ -126,15 +126,19 @@ if triton is not None:
         two = tl.arange(0, 2)
         acc_re = tl.zeros((ML, BLOCK), dtype=x_ptr.dtype.element_ty)
         acc_im = tl.zeros((ML, BLOCK), dtype=x_ptr.dtype.element_ty)
+        # PER_SAMPLE 0: one shared matrix; 1: one per sample, the same for the whole program (its
+        # groups lie in one sample); 2: one per group (samples shorter than a program)
         mat = m_ptr
         if PER_SAMPLE == 1:
             mat = m_ptr + ((pid.to(tl.int64) * BLOCK) >> rest_bits) * (2 * ML * ML)
         if PER_SAMPLE == 2:
             own = m_ptr + (g >> rest_bits)[None, :, None] * (2 * ML * ML)
         for j in tl.static_range(ML):
+            # read_mask: the sample bits cleared where one input state serves every sample
             pj = (pos & read_mask) + tl.load(offs_ptr + j)
             a = tl.load(x_ptr + (2 * pj)[:, None] + two[None, :], mask=live[:, None], other=0.0)
             a_re, a_im = tl.split(a)
+            # column j of the matrix; where a control is 0, of the identity
             if PER_SAMPLE == 2:
                 u = tl.load(own + (2 * (rows * ML + j))[:, None, None] + two[None, None, :],
                             mask=live[None, :, None], other=0.0)

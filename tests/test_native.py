@@ -479,3 +479,36 @@ def test_block_diagonal_kernel_against_numpy(n, dtype):
     m = G.RZZ.matrix((theta,), dtype=torch.complex128).numpy()
     np.testing.assert_allclose(_np(out), oracle.apply_dense(_np(psi), m, [n - 1, 0], n),
                                atol=1e-5 if dtype == torch.complex64 else 1e-12)
+
+
+def _torch_gate(psi, matrix, wires, n):
+    """matrix on wires by torch's own reshape and einsum (the reference at sizes NumPy's dense
+    oracle cannot reach)."""
+    k = len(wires)
+    t = psi.reshape(psi.shape[0], *([2] * n)).movedim([1 + w for w in wires], list(range(1, 1 + k)))
+    shape = t.shape
+    t = (matrix @ t.reshape(psi.shape[0], 2 ** k, -1))
+    return t.reshape(shape).movedim(list(range(1, 1 + k)), [1 + w for w in wires]).reshape(psi.shape)
+
+
+@needs_native
+def test_outputs_written_around_the_caches(dtype):
+    """From native.stream_bytes() on, the one-pass kernels write with streaming stores: a 2x2 gate
+    on high, middle and last wires, diagonals and CNOTs at that size, against torch's einsum."""
+    n = 22 if dtype == torch.complex64 else 21
+    assert 2 ** n * (8 if dtype == torch.complex64 else 16) >= native.stream_bytes() > 0
+    psi = tql.random_state(n, 1, dtype=dtype, generator=torch.Generator().manual_seed(1))
+    atol = 1e-5 if dtype == torch.complex64 else 1e-12
+    u = torch.linalg.qr(torch.randn(2, 2, dtype=torch.complex128, generator=torch.Generator().manual_seed(2)))[0]
+    cnot = torch.eye(4, dtype=torch.complex128)[[0, 1, 3, 2]]
+    with torch.no_grad():
+        for w in (0, n // 2, n - 3, n - 1):
+            got = A.apply_matrix_unchecked(psi, u.to(dtype), (w,), n)
+            torch.testing.assert_close(got, _torch_gate(psi, u.to(dtype), (w,), n), atol=atol, rtol=0)
+        for wires in ((n // 2,), (0, n - 1)):
+            d = torch.exp(1j * torch.arange(1.0, 1 + 2 ** len(wires), dtype=torch.float64)).to(dtype)
+            got = native.apply_diagonal(psi, d, wires, n)
+            torch.testing.assert_close(got, _torch_gate(psi, torch.diag(d), wires, n), atol=atol, rtol=0)
+        for wires in ((0, 1), (n // 2, n // 2 + 1), (n - 2, n - 1)):
+            got = native.permute_local(psi, (0, 1, 3, 2), wires, n)
+            torch.testing.assert_close(got, _torch_gate(psi, cnot.to(dtype), wires, n), atol=0, rtol=0)

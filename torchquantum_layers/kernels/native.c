@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include "simd.h"
 
+/* the output size from which the one-pass kernels write around the caches (simd.h) */
+int64_t tql_stream_bytes(void) { return TQL_STREAM_BYTES; }
+
 /* The last wire: each (x0, x1) pair is adjacent, so one register holds LANES/2 pairs; y = M x as
  * two complex products per element, the real and imaginary halves of the columns broadcast and
  * combined by addsub. Returns the pairs done (the rest are left to the scalar loop). */
@@ -510,6 +513,7 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
         for (int64_t j = 0; j < KH * 8; ++j) halves[j] = 2 * srcoff[j / 2] + (j & 1);
         by_registers = line_perms(halves, KH, &lp);
     }
+    VECTOR_CODE(const int stream = stream_output(out, batch * ((int64_t)1 << n) * esize);)
     BLOCK_CHUNKS(esize,
         const char *sb = in + bt * N * esize;
         char *db = out + bt * N * esize;
@@ -528,8 +532,8 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
                 const float *src = (const float *)(s + u * i + lp.base[0]);
                 float *dst = (float *)(d + u * (i + dstoff[0]));
                 for (int64_t c = 0; c < c1 - c0; ++c) {
-                    _mm256_storeu_ps(dst + 16 * c, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + 16 * c + o0), p0));
-                    _mm256_storeu_ps(dst + 16 * c + 8, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + 16 * c + o1), p1));
+                    PUT_f32(stream, dst + 16 * c, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + 16 * c + o0), p0));
+                    PUT_f32(stream, dst + 16 * c + 8, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + 16 * c + o1), p1));
                 }
             } else if (lp.single && KH == 2) {
                 /* one wire above the line (a CNOT between it and the last wires): both patterns' */
@@ -542,10 +546,10 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
                     PREFETCH_LINES(s + u * ia + s1, d + u * (ia + d1))
                     const float *x0 = (const float *)(s + u * i + s0), *x1 = (const float *)(s + u * i + s1);
                     float *y0 = (float *)(d + u * i), *y1 = (float *)(d + u * (i + d1));
-                    _mm256_storeu_ps(y0, _mm256_permutevar8x32_ps(_mm256_loadu_ps(x0 + o00), p00));
-                    _mm256_storeu_ps(y0 + 8, _mm256_permutevar8x32_ps(_mm256_loadu_ps(x0 + o01), p01));
-                    _mm256_storeu_ps(y1, _mm256_permutevar8x32_ps(_mm256_loadu_ps(x1 + o10), p10));
-                    _mm256_storeu_ps(y1 + 8, _mm256_permutevar8x32_ps(_mm256_loadu_ps(x1 + o11), p11));
+                    PUT_f32(stream, y0, _mm256_permutevar8x32_ps(_mm256_loadu_ps(x0 + o00), p00));
+                    PUT_f32(stream, y0 + 8, _mm256_permutevar8x32_ps(_mm256_loadu_ps(x0 + o01), p01));
+                    PUT_f32(stream, y1, _mm256_permutevar8x32_ps(_mm256_loadu_ps(x1 + o10), p10));
+                    PUT_f32(stream, y1 + 8, _mm256_permutevar8x32_ps(_mm256_loadu_ps(x1 + o11), p11));
                     i = ((i | fixed) + 1) & ~fixed;
                     ia = ((ia | fixed) + 1) & ~fixed;
                 }
@@ -556,8 +560,8 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
                         PREFETCH_LINES(s + u * ia + lp.base[jh], d + u * (ia + dstoff[jh]))
                         const float *src = (const float *)(s + u * i + lp.base[jh]);
                         float *dst = (float *)(d + u * (i + dstoff[jh]));
-                        _mm256_storeu_ps(dst, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + lp.one[jh][0]), lp.lane[jh][0]));
-                        _mm256_storeu_ps(dst + 8, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + lp.one[jh][1]), lp.lane[jh][1]));
+                        PUT_f32(stream, dst, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + lp.one[jh][0]), lp.lane[jh][0]));
+                        PUT_f32(stream, dst + 8, _mm256_permutevar8x32_ps(_mm256_loadu_ps(src + lp.one[jh][1]), lp.lane[jh][1]));
                     }
                     i = ((i | fixed) + 1) & ~fixed;
                     ia = ((ia | fixed) + 1) & ~fixed;
@@ -569,9 +573,9 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
                     const float *src = (const float *)(s + u * i + lp.base[jh]);
                     const __m256 x0 = _mm256_loadu_ps(src), x1 = _mm256_loadu_ps(src + 8);
                     float *dst = (float *)(d + u * (i + dstoff[jh]));
-                    _mm256_storeu_ps(dst, _mm256_blendv_ps(_mm256_permutevar8x32_ps(x0, lp.lane[jh][0]),
+                    PUT_f32(stream, dst, _mm256_blendv_ps(_mm256_permutevar8x32_ps(x0, lp.lane[jh][0]),
                                                            _mm256_permutevar8x32_ps(x1, lp.lane[jh][0]), lp.from[jh][0]));
-                    _mm256_storeu_ps(dst + 8, _mm256_blendv_ps(_mm256_permutevar8x32_ps(x0, lp.lane[jh][1]),
+                    PUT_f32(stream, dst + 8, _mm256_blendv_ps(_mm256_permutevar8x32_ps(x0, lp.lane[jh][1]),
                                                                _mm256_permutevar8x32_ps(x1, lp.lane[jh][1]), lp.from[jh][1]));
                 }
                 i = ((i | fixed) + 1) & ~fixed;
@@ -591,6 +595,7 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
         else if (esize == 8) { BLOCK_LOOP(int64_t, W) }
         else { BLOCK_LOOP(tql_pair16, W) }
     )
+    VECTOR_CODE(if (stream) _mm_sfence();)
 }
 
 /* A diagonal on k wires in the same line blocks: out[j] = dl[jh][lane] in[j] at j = i + dstoff[jh]
@@ -637,6 +642,7 @@ static void NAME##_lines(const T *restrict in, T *restrict out, int64_t batch, i
     int64_t hb[6], kh = 0; \
     for (int64_t u = 0; (int64_t)1 << u < KH; ++u) hb[kh++] = __builtin_ctzll((unsigned long long)dstoff[(int64_t)1 << u]); \
     const int64_t amplitudes = batch * ((int64_t)1 << n), lines = amplitudes / WW, chunk = 1024; \
+    const int stream = stream_output(out, amplitudes * 2 * (int64_t)sizeof(T)); \
     _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(amplitudes >= 16384)") \
     for (int64_t c0 = 0; c0 < lines; c0 += chunk) { \
         const int64_t c1 = c0 + chunk < lines ? c0 + chunk : lines; \
@@ -645,8 +651,8 @@ static void NAME##_lines(const T *restrict in, T *restrict out, int64_t batch, i
             int64_t jh = 0; \
             for (int64_t u = 0; u < kh; ++u) jh |= ((i >> hb[u]) & 1) << u; \
             const VEC_##SUF X0 = LOAD_##SUF(in + 2 * i), X1 = LOAD_##SUF(in + 2 * i + 2 * LANES_##SUF); \
-            STORE_##SUF(out + 2 * i, FMADDSUB_##SUF(cr[jh][0], X0, MUL_##SUF(ci[jh][0], SWAP_##SUF(X0)))); \
-            STORE_##SUF(out + 2 * i + 2 * LANES_##SUF, FMADDSUB_##SUF(cr[jh][1], X1, MUL_##SUF(ci[jh][1], SWAP_##SUF(X1)))); \
+            PUT_##SUF(stream, out + 2 * i, FMADDSUB_##SUF(cr[jh][0], X0, MUL_##SUF(ci[jh][0], SWAP_##SUF(X0)))); \
+            PUT_##SUF(stream, out + 2 * i + 2 * LANES_##SUF, FMADDSUB_##SUF(cr[jh][1], X1, MUL_##SUF(ci[jh][1], SWAP_##SUF(X1)))); \
         } \
     } \
 } ) \
@@ -654,6 +660,7 @@ void NAME(const T *restrict in, T *restrict out, int64_t batch, int64_t n, int64
           const int64_t *restrict dstoff, const T *restrict dl, int nthreads) { \
     VECTOR_CODE(if (KH <= 64 && WW == 2 * LANES_##SUF && ((int64_t)1 << n) % WW == 0) { \
         NAME##_lines(in, out, batch, n, KH, dstoff, dl, nthreads); \
+        _mm_sfence(); \
         return; \
     }) \
     NAME##_blocks(in, out, batch, n, b, maskH, KH, dstoff, dl, nthreads); \

@@ -140,6 +140,9 @@ def _load():
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, i64, vp, vp, vp, i64, i64, vp, vp, vp, vp, vp,
                                        i64, vp, i64, vp, cint, cint]
         getattr(lib, name).restype = None
+    lib.tql_stream_bytes.argtypes = []
+    lib.tql_stream_bytes.restype = i64
+    _state["stream_bytes"] = int(lib.tql_stream_bytes())
     lib.tql_levels_limits.argtypes = [vp]
     lib.tql_levels_limits.restype = None
     limits = (ctypes.c_int64 * 2)()
@@ -161,6 +164,12 @@ def library():
 def levels_limits():
     """(most wires, most levels of the matrix) levels.c takes; (0, 0) without the library."""
     return _state.get("levels_limits", (0, 0)) if library() is not None else (0, 0)
+
+
+def stream_bytes() -> int:
+    """Outputs of at least this many bytes are written with streaming stores (simd.h); 0 without
+    the library."""
+    return _state.get("stream_bytes", 0) if library() is not None else 0
 
 
 def status() -> str:

@@ -395,8 +395,10 @@ DEF_DIAG_KERNELS(f64, double)
 
 /* One 2 x 2 gate on index bit `bit` of len amplitudes, out of place, with the programs' vector
  * bodies: pairs of whole registers for bits above the register, lane permutations inside it;
- * threads split the pairs. (Streaming stores made it 5 x slower for high bits at 2^20
- * amplitudes: the two half-line write streams.) The matrix is shared when per == 0, else matrix
+ * threads split the pairs. Outputs of TQL_STREAM_BYTES and more are written with streaming stores
+ * (simd.h), except in the short interleaved runs of the middle bits; an earlier try that streamed
+ * every output made it 5 x slower for high bits at 2^20 complex64 amplitudes, an output L3 would
+ * have held (2^22-2^24: 1.1-1.3 -> 0.7-0.9 clones for the mean over wires). The matrix is shared when per == 0, else matrix
  * b (m + 8 b) acts on amplitudes [b per, (b + 1) per): one per sample, the samples split among
  * threads when there are enough of them. `cmask` (index bits, 0: none) makes it a controlled
  * gate: amplitudes whose index lacks any of those bits are copied; the bits inside a register
@@ -416,7 +418,7 @@ DEF_DIAG_KERNELS(f64, double)
     } \
     for (int64_t h = r; h < r + step; h += LANES_##SUF) { \
         const VEC_##SUF P = LOAD_##SUF(in + 2 * h), Q = LOAD_##SUF(in + 2 * (h + s)); \
-        if (CTRL && (h & high) != high) { STORE_##SUF(out + 2 * h, P); STORE_##SUF(out + 2 * (h + s), Q); continue; } \
+        if (CTRL && (h & high) != high) { PUT_##SUF(pair_stream, out + 2 * h, P); PUT_##SUF(pair_stream, out + 2 * (h + s), Q); continue; } \
         VEC_##SUF y0, y1; \
         if (real) { \
             y0 = FMA_##SUF(ar, P, MUL_##SUF(br, Q)); y1 = FMA_##SUF(cr, P, MUL_##SUF(dr, Q)); \
@@ -424,12 +426,12 @@ DEF_DIAG_KERNELS(f64, double)
             const VEC_##SUF Ps = SWAP_##SUF(P), Qs = SWAP_##SUF(Q); \
             y0 = VMAT(SUF, ar, ai, br, bi, P, Ps, Q, Qs); y1 = VMAT(SUF, cr, ci, dr, di, P, Ps, Q, Qs); \
         } \
-        STORE_##SUF(out + 2 * h, y0); \
-        STORE_##SUF(out + 2 * (h + s), y1); \
+        PUT_##SUF(pair_stream, out + 2 * h, y0); \
+        PUT_##SUF(pair_stream, out + 2 * (h + s), y1); \
     } }
 #define GATE_LANE_STEP(SUF, CTRL) { \
     const VEC_##SUF X = LOAD_##SUF(in + 2 * i), P = NEAR_##SUF(X, bit); \
-    STORE_##SUF(out + 2 * i, CTRL && (i & high) != high ? X \
+    PUT_##SUF(stream, out + 2 * i, CTRL && (i & high) != high ? X \
                              : real ? FMA_##SUF(sr, X, MUL_##SUF(pr, P)) \
                                     : VMAT(SUF, sr, si, pr, pi, X, SWAP_##SUF(X), P, SWAP_##SUF(P))); }
 #define DEF_GATE(NAME, T, SUF) \
@@ -445,6 +447,7 @@ static inline void NAME##_span(const T *restrict in, T *restrict out, int64_t le
                                int64_t cmask, int nthreads) { \
     VECTOR_CODE( \
     const int real = REAL_M(m), parallel = nthreads > 1 && len >= 32768; \
+    const int stream = stream_output(out, 2 * len * (int64_t)sizeof(T)); \
     const int64_t low = cmask & (LANES_##SUF - 1), high = cmask & ~(int64_t)(LANES_##SUF - 1); \
     if (bit >= LOG_LANES_##SUF) { \
         T e[8][2 * LANES_##SUF]; \
@@ -453,6 +456,8 @@ static inline void NAME##_span(const T *restrict in, T *restrict out, int64_t le
         const VEC_##SUF cr = LOAD_##SUF(e[4]), ci = LOAD_##SUF(e[5]), dr = LOAD_##SUF(e[6]), di = LOAD_##SUF(e[7]); \
         const int64_t s = (int64_t)1 << bit, step = bit > LOG_LANES_##SUF ? 2 * LANES_##SUF : LANES_##SUF; \
         const int prefetch = s * (int64_t)sizeof(T) <= 2048; \
+        /* the short interleaved runs (prefetched) lost with streaming stores: 1.0-1.1 -> 1.05-1.2 clones */ \
+        const int pair_stream = stream && !prefetch; \
         const int64_t ahead = 4 * s; \
         if (high) GATE_LOOP(p, len / 2, step, GATE_PAIR_STEP(SUF, 1)) \
         else GATE_LOOP(p, len / 2, step, GATE_PAIR_STEP(SUF, 0)) \
@@ -467,6 +472,7 @@ static inline void NAME##_span(const T *restrict in, T *restrict out, int64_t le
         if (high) GATE_LOOP(i, len, LANES_##SUF, GATE_LANE_STEP(SUF, 1)) \
         else GATE_LOOP(i, len, LANES_##SUF, GATE_LANE_STEP(SUF, 0)) \
     } \
+    if (stream) _mm_sfence(); \
     ) \
     (void)in; (void)out; (void)len; (void)bit; (void)m; (void)cmask; (void)nthreads; \
 } \

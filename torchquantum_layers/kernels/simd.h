@@ -40,6 +40,15 @@ static inline int64_t insert_zero(int64_t v, int64_t bit) {
     return ((v >> bit) << (bit + 1)) | (v & (((int64_t)1 << bit) - 1));
 }
 
+/* Outputs at least this large are written around the caches (non-temporal stores: no read for
+ * ownership of lines about to be overwritten, the third of the traffic a pass otherwise moves).
+ * Measured on the 2-core EPYC VMs (32 MiB L3), 2 threads: from 32 MiB (2^22 complex64) a diagonal
+ * 1.0-1.2 -> 0.8-1.0 clones and a 1-qubit gate 1.0-1.4 -> 0.7-1.0 (mean over wires); at 8-16 MiB,
+ * where input and output fit L3 beside each other, 1.0-1.2 -> 1.4-1.8. Only 32-byte aligned
+ * outputs (the stores require it); visible to the other threads at the OpenMP barrier (a locked
+ * instruction drains the write-combining buffers) and _mm_sfence after. */
+#define TQL_STREAM_BYTES ((int64_t)32 << 20)
+
 /* The vector bodies below are written once for both precisions: a 256-bit register holds
  * LANES complex numbers (4 complex64, 2 complex128); OP_SUF names that precision's intrinsic. */
 #ifdef __AVX2__
@@ -98,6 +107,12 @@ static inline double HSUM_f64(__m256d v) {
 #define ADDSUB_f64 _mm256_addsub_pd
 #define FMADDSUB_f32 _mm256_fmaddsub_ps
 #define FMADDSUB_f64 _mm256_fmaddsub_pd
+
+static inline int stream_output(const void *out, int64_t bytes) {
+    return bytes >= TQL_STREAM_BYTES && ((uintptr_t)out & 31) == 0;
+}
+#define PUT_f32(stream, p, v) ((stream) ? _mm256_stream_ps((p), (v)) : _mm256_storeu_ps((p), (v)))
+#define PUT_f64(stream, p, v) ((stream) ? _mm256_stream_pd((p), (v)) : _mm256_storeu_pd((p), (v)))
 #define VECTOR_CODE(...) __VA_ARGS__
 #else
 #define VECTOR_CODE(...)

@@ -399,8 +399,8 @@ DEF_DIAG_KERNELS(f64, double)
  * (simd.h), except in the short interleaved runs of the middle bits; an earlier try that streamed
  * every output made it 5 x slower for high bits at 2^20 complex64 amplitudes, an output L3 would
  * have held (2^22-2^24: 1.1-1.3 -> 0.7-0.9 clones for the mean over wires). The matrix is shared
- * when per == 0, else matrix b (m + 8 b) acts on amplitudes [b per, (b + 1) per): one per sample, the samples split among
- * threads when there are enough of them. `cmask` (index bits, 0: none) makes it a controlled
+ * when per == 0, else matrix b (m + 8 b) acts on amplitudes [b per, (b + 1) per): one per sample,
+ * the samples split among threads when there are enough of them. `cmask` (index bits, 0: none) makes it a controlled
  * gate: amplitudes whose index lacks any of those bits are copied; the bits inside a register
  * give its lanes the identity's coefficients, those above it pick copy or gate per register.
  * Without AVX2, or where a register would hold amplitudes of two samples or run past the end (tiny

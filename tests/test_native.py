@@ -493,8 +493,8 @@ def _torch_gate(psi, matrix, wires, n):
 
 @needs_native
 def test_outputs_written_around_the_caches(dtype):
-    """From native.stream_bytes() on, the one-pass kernels write with streaming stores: a 2x2 gate
-    on high, middle and last wires, diagonals and CNOTs at that size, against torch's einsum."""
+    """From native.stream_bytes() on, the one-pass kernels write with streaming stores: 2x2 and 4x4
+    gates on high, middle and last wires, diagonals and CNOTs at that size, against torch's einsum."""
     n = 22 if dtype == torch.complex64 else 21
     assert 2 ** n * (8 if dtype == torch.complex64 else 16) >= native.stream_bytes() > 0
     psi = tql.random_state(n, 1, dtype=dtype, generator=torch.Generator().manual_seed(1))
@@ -505,6 +505,10 @@ def test_outputs_written_around_the_caches(dtype):
         for w in (0, n // 2, n - 3, n - 1):
             got = A.apply_matrix_unchecked(psi, u.to(dtype), (w,), n)
             torch.testing.assert_close(got, _torch_gate(psi, u.to(dtype), (w,), n), atol=atol, rtol=0)
+        u4 = torch.linalg.qr(torch.randn(4, 4, dtype=torch.complex128, generator=torch.Generator().manual_seed(3)))[0]
+        for wires in ((0, n // 2), (3, 8), (n - 1, 2)):
+            got = A.apply_matrix_unchecked(psi, u4.to(dtype), wires, n)
+            torch.testing.assert_close(got, _torch_gate(psi, u4.to(dtype), wires, n), atol=atol, rtol=0)
         for wires in ((n // 2,), (0, n - 1)):
             d = torch.exp(1j * torch.arange(1.0, 1 + 2 ** len(wires), dtype=torch.float64)).to(dtype)
             got = native.apply_diagonal(psi, d, wires, n)

@@ -538,7 +538,7 @@ DEF_GATE(tql_gate_2x2_c128, double, f64)
         im = FMA_##SUF(e[3], S1, im); im = FMA_##SUF(e[5], S2, im); im = FMA_##SUF(e[7], S3, im); \
         VEC_##SUF re = MUL_##SUF(e[2], X1); \
         re = FMA_##SUF(e[4], X2, re); re = FMA_##SUF(e[6], X3, re); \
-        STORE_##SUF(out + 2 * at[i], ADD_##SUF(FMADDSUB_##SUF(e[0], X0, im), re)); \
+        PUT_##SUF(stream, out + 2 * at[i], ADD_##SUF(FMADDSUB_##SUF(e[0], X0, im), re)); \
     } }
 /* sum over terms t of coefficient (lane-varying re, im) times V_t, as addsub(sum re V, sum im swap V) */
 #define LANE_TERM(SUF, R, I, CR, CI, V) R = FMA_##SUF(CR, V, R); I = FMA_##SUF(CI, SWAP_##SUF(V), I);
@@ -589,8 +589,11 @@ static void NAME##_span(const T *restrict in, T *restrict out, int64_t len, int6
         for (int k = 0; k < 32; ++k) E[k] = SET1_##SUF(m[k]); \
         /* runs of up to 4 KiB: the lines two lo-blocks on prefetched, once per line (as the 2 x 2 kernel) */ \
         const int prefetch = slo * (int64_t)sizeof(T) <= 2048; \
+        /* streaming stores as the 2 x 2 kernel's: large outputs, not the short prefetched runs */ \
+        const int stream = !prefetch && stream_output(out, 2 * len * (int64_t)sizeof(T)); \
         const int64_t ahead = 4 * slo, line_mask = 64 / (2 * (int64_t)sizeof(T)) - 1; \
         GATE_LOOP(q, quads, LANES_##SUF, QUAD_VECTOR(SUF)) \
+        if (stream) _mm_sfence(); \
         return; \
     } \
     if (len >= LANES_##SUF) { \

@@ -24,7 +24,6 @@ print(json.dumps([dict(label=label, shared=c.shared_bytes, registers=c.registers
 def compiled():
     # the kernels compile only where the interpreter is off (conftest.py turns it on here)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True, text=True, timeout=600,
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert done.returncode == 0, done.stderr[-4000:]

@@ -493,10 +493,11 @@ static void NAME##_span(const T *restrict x, const T *restrict g, int64_t len, c
     const int64_t M = L->nlev, groups = len >> L->k, MM2 = 2 * M * M; \
     int64_t step = 1; \
     VECTOR_CODE(if (L->run >= LANES_##SUF && M <= LEVELS_GRAM_VECTOR_MATRIX) step = LANES_##SUF; \
-                const int stream = diag && !L->cmask && M == ((int64_t)1 << L->k) \
-                                   && M <= LEVELS_GRAM_VECTOR_MATRIX && len % LANES_##SUF == 0; \
-                const int low_bits = !stream && step == 1 && M == ((int64_t)1 << L->k) \
-                                     && M <= LEVELS_GRAM_VECTOR_MATRIX && len % LANES_##SUF == 0;) \
+                /* the lane-stepped grams: all 2^k levels, few enough, whole registers */ \
+                const int lane_stepped = M == ((int64_t)1 << L->k) && M <= LEVELS_GRAM_VECTOR_MATRIX \
+                                         && len % LANES_##SUF == 0; \
+                const int stream = lane_stepped && diag && !L->cmask; \
+                const int low_bits = lane_stepped && !stream && step == 1;) \
     int64_t parts = (nthreads > 1 && len >= 32768) ? nthreads : 1; \
     double *part = parts > 1 ? (double *)calloc((size_t)(parts * MM2), sizeof(double)) : NULL; \
     if (!part) parts = 1;                           /* one part sums into acc itself */ \

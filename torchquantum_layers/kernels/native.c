@@ -595,7 +595,7 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
         else if (esize == 8) { BLOCK_LOOP(int64_t, W) }
         else { BLOCK_LOOP(tql_pair16, W) }
     )
-    VECTOR_CODE(if (stream) _mm_sfence();)
+    VECTOR_CODE(if (stream) end_streams();)
 }
 
 /* A diagonal on k wires in the same line blocks: out[j] = dl[jh][lane] in[j] at j = i + dstoff[jh]
@@ -660,7 +660,7 @@ void NAME(const T *restrict in, T *restrict out, int64_t batch, int64_t n, int64
           const int64_t *restrict dstoff, const T *restrict dl, int nthreads) { \
     VECTOR_CODE(if (KH <= 64 && WW == 2 * LANES_##SUF && ((int64_t)1 << n) % WW == 0) { \
         NAME##_lines(in, out, batch, n, KH, dstoff, dl, nthreads); \
-        _mm_sfence(); \
+        end_streams(); \
         return; \
     }) \
     NAME##_blocks(in, out, batch, n, b, maskH, KH, dstoff, dl, nthreads); \

@@ -400,8 +400,8 @@ DEF_DIAG_KERNELS(f64, double)
  * every output made it 5 x slower for high bits at 2^20 complex64 amplitudes, an output L3 would
  * have held (2^22-2^24: 1.1-1.3 -> 0.7-0.9 clones for the mean over wires). The matrix is shared
  * when per == 0, else matrix b (m + 8 b) acts on amplitudes [b per, (b + 1) per): one per sample,
- * the samples split among threads when there are enough of them. `cmask` (index bits, 0: none) makes it a controlled
- * gate: amplitudes whose index lacks any of those bits are copied; the bits inside a register
+ * the samples split among threads when there are enough of them. `cmask` (index bits, 0: none)
+ * makes it a controlled gate: amplitudes whose index lacks any of those bits are copied; the bits inside a register
  * give its lanes the identity's coefficients, those above it pick copy or gate per register.
  * Without AVX2, or where a register would hold amplitudes of two samples or run past the end (tiny
  * states), a controlled gate is a copy and the programs' scalar loop; an uncontrolled one returns
@@ -472,7 +472,7 @@ static inline void NAME##_span(const T *restrict in, T *restrict out, int64_t le
         if (high) GATE_LOOP(i, len, LANES_##SUF, GATE_LANE_STEP(SUF, 1)) \
         else GATE_LOOP(i, len, LANES_##SUF, GATE_LANE_STEP(SUF, 0)) \
     } \
-    if (stream) _mm_sfence(); \
+    if (stream) end_streams(); \
     ) \
     (void)in; (void)out; (void)len; (void)bit; (void)m; (void)cmask; (void)nthreads; \
 } \
@@ -593,7 +593,7 @@ static void NAME##_span(const T *restrict in, T *restrict out, int64_t len, int6
         const int stream = !prefetch && stream_output(out, 2 * len * (int64_t)sizeof(T)); \
         const int64_t ahead = 4 * slo, line_mask = 64 / (2 * (int64_t)sizeof(T)) - 1; \
         GATE_LOOP(q, quads, LANES_##SUF, QUAD_VECTOR(SUF)) \
-        if (stream) _mm_sfence(); \
+        if (stream) end_streams(); \
         return; \
     } \
     if (len >= LANES_##SUF) { \
@@ -689,11 +689,6 @@ static void tile_store(void *dst, const void *row, const tiles_t *tl, size_t ele
     const size_t run = elem * (size_t)tl->seg_len;
     for (int64_t g = 0; g < tl->n_seg; ++g)
         copy_out((char *)dst + elem * (size_t)tl->seg_off[g], (const char *)row + run * (size_t)g, run, stream);
-}
-
-/* the streaming stores of this thread are done before the caller reads the output */
-static void end_streams(void) {
-    VECTOR_CODE(_mm_sfence();)
 }
 
 /* one thread's shared-slot sums into the total, and its buffer freed */

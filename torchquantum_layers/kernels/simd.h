@@ -117,4 +117,9 @@ static inline int stream_output(const void *out, int64_t bytes) {
 #else
 #define VECTOR_CODE(...)
 #endif
+
+/* this thread's streaming stores are done before the caller reads the output */
+static inline void end_streams(void) {
+    VECTOR_CODE(_mm_sfence();)
+}
 #endif

@@ -332,9 +332,12 @@ def test_every_gate_on_tiny_states_through_the_native_kernels(name, dtype, atol,
 
 
 @needs_native
-@pytest.mark.parametrize("wires", [(0, 1), (4, 6), (10, 11), (0, 11)])
-def test_permutation_matches_torch_gather(wires, dtype):
-    n, B = 12, 2
+@pytest.mark.parametrize("n,wires", [(12, (0, 1)), (12, (4, 6)), (12, (10, 11)), (12, (0, 11)),
+                                     # rows of 128 and 64 KiB cut into thread segments, 16-32 KiB
+                                     # rows (prefetched one row on) in complex64 / complex128
+                                     (16, (0, 1)), (16, (1, 2)), (16, (3, 4)), (16, (2, 4))])
+def test_permutation_matches_torch_gather(n, wires, dtype):
+    B = 2
     psi = tql.random_state(n, B, dtype=dtype, generator=torch.Generator().manual_seed(1))
     idx, _ = A._span_permutation_uncached((0, 1, 3, 2), wires, "cpu")
     lo, hi = wires[0], wires[-1]
@@ -515,4 +518,8 @@ def test_outputs_written_around_the_caches(dtype):
             torch.testing.assert_close(got, _torch_gate(psi, torch.diag(d), wires, n), atol=atol, rtol=0)
         for wires in ((0, 1), (n // 2, n // 2 + 1), (n - 2, n - 1)):
             got = native.permute_local(psi, (0, 1, 3, 2), wires, n)
+            torch.testing.assert_close(got, _torch_gate(psi, cnot.to(dtype), wires, n), atol=0, rtol=0)
+        for wires in ((0, 1), (1, 0), (n // 2, n // 2 + 1), (n - 8, n - 7)):
+            # span rows: whole-row segments, prefetched rows of at most 16 KiB
+            got = A.apply_permutation_unchecked(psi, (0, 1, 3, 2), wires, n)
             torch.testing.assert_close(got, _torch_gate(psi, cnot.to(dtype), wires, n), atol=0, rtol=0)

@@ -92,14 +92,36 @@ static void copy_row(char *restrict dst, const char *restrict src, size_t bytes)
     memcpy(dst, src, bytes);
 }
 
-/* rows of a whole number of 128-byte chunks, up to 4 KiB, each chunk's counterpart in the row
- * `ahead` rows on prefetched (rows of 0.5-4 KiB taken out of order: a CNOT on them ran at 1.1-1.3
- * clones at 2^20 complex64, 0.8-0.95 with). Longer rows are streams the hardware prefetcher
- * follows (prefetching a whole row ahead was slower), and for states over 8 MiB, whose copy
- * outgrows the 32 MiB L3 measured, memory bandwidth bounds it: prefetches only cost there. */
+/* copy_row with the stores around the caches (stream_output's sizes; dst 32-byte aligned and
+ * bytes a multiple of 128, else an ordinary copy) */
+static void copy_row_to(int stream, char *restrict dst, const char *restrict src, size_t bytes) {
+    VECTOR_CODE(
+    if (stream && !(bytes & 127) && !((uintptr_t)dst & 31)) {
+        for (size_t i = 0; i < bytes; i += 128) {
+            const __m256i a = _mm256_loadu_si256((const __m256i *)(src + i));
+            const __m256i b = _mm256_loadu_si256((const __m256i *)(src + i + 32));
+            const __m256i c = _mm256_loadu_si256((const __m256i *)(src + i + 64));
+            const __m256i d = _mm256_loadu_si256((const __m256i *)(src + i + 96));
+            _mm256_stream_si256((__m256i *)(dst + i), a);
+            _mm256_stream_si256((__m256i *)(dst + i + 32), b);
+            _mm256_stream_si256((__m256i *)(dst + i + 64), c);
+            _mm256_stream_si256((__m256i *)(dst + i + 96), d);
+        }
+        return;
+    })
+    (void)stream;
+    copy_row(dst, src, bytes);
+}
+
+/* rows of a whole number of 128-byte chunks, up to 16 KiB, each chunk's counterpart 4 KiB (or
+ * one row) on prefetched (rows of 0.5-4 KiB taken out of order: a CNOT on them ran at 1.1-1.3
+ * clones at 2^20 complex64, 0.8-0.95 with; 1.5-2.0 -> 1.1 at 2^20 complex128, 16 MiB; 8 KiB rows,
+ * CNOT(9, 10) at 2^21 complex64: 1.2-1.6 -> 1.1). Longer rows are streams the hardware
+ * prefetcher follows. Streamed outputs (from 32 MiB) prefetch only the input: CNOT(13, 14) at
+ * 2^22 complex64, 1-2 KiB rows, 1.1-1.3 -> 0.7-0.85 clones. */
 static void copy_rows(const char *restrict in, char *restrict out, int64_t l0, int64_t l1, int64_t S,
-                      const int64_t *restrict idx, size_t row) {
-    const int64_t ahead = (int64_t)(4096 / row);
+                      const int64_t *restrict idx, size_t row, int stream) {
+    const int64_t ahead = row >= 4096 ? 1 : (int64_t)(4096 / row);
     int64_t la = l0 + ahead / S, ja = ahead % S;
     for (int64_t l = l0; l < l1; ++l)
         for (int64_t j = 0; j < S; ++j) {
@@ -109,8 +131,8 @@ static void copy_rows(const char *restrict in, char *restrict out, int64_t l0, i
             if (la >= l1) pre = src, prw = dst;       /* no address past this thread's blocks */
             for (size_t i = 0; i < row; i += 128) {
                 __builtin_prefetch(pre + i, 0, 3); __builtin_prefetch(pre + i + 64, 0, 3);
-                __builtin_prefetch(prw + i, 1, 3); __builtin_prefetch(prw + i + 64, 1, 3);
-                copy_row(dst + i, src + i, 128);
+                if (!stream) { __builtin_prefetch(prw + i, 1, 3); __builtin_prefetch(prw + i + 64, 1, 3); }
+                copy_row_to(stream, dst + i, src + i, 128);
             }
         }
 }
@@ -118,11 +140,26 @@ static void copy_rows(const char *restrict in, char *restrict out, int64_t l0, i
 void tql_permute(const char *restrict in, char *restrict out, int64_t blocks, int64_t S, int64_t R,
                  const int64_t *restrict idx, int64_t esize, int nthreads) {
     const int64_t row = R * esize;
-    if (row % 128 == 0 && row <= 4096 && blocks * S * row <= ((int64_t)8 << 20)) {
+    int stream = 0;
+    VECTOR_CODE(stream = stream_output(out, blocks * S * row);)
+    if (row % 128 == 0 && row <= 16384 && (blocks * S * row <= ((int64_t)16 << 20) || stream)) {
         const int64_t parts = nthreads > 1 ? nthreads : 1;     /* one range of blocks a thread */
         #pragma omp parallel for schedule(static) num_threads(nthreads) if(blocks * S * R >= 16384)
         for (int64_t t = 0; t < parts; ++t)
-            copy_rows(in, out, blocks * t / parts, blocks * (t + 1) / parts, S, idx, (size_t)row);
+            copy_rows(in, out, blocks * t / parts, blocks * (t + 1) / parts, S, idx, (size_t)row, stream);
+        if (stream) end_streams();
+        return;
+    }
+    if (R > 1) {
+        /* rows cut into segments of at most 64 KiB, the unit a thread takes: a span from wire 0
+         * is one block (CNOT(0, 1) copied on one thread: 1.3-2 clones at 2^22-2^24) */
+        const int64_t seg = row < ((int64_t)64 << 10) ? row : ((int64_t)64 << 10), segs = row / seg;
+        #pragma omp parallel for schedule(static) num_threads(nthreads) if(blocks * S * R >= 16384)
+        for (int64_t t = 0; t < blocks * S * segs; ++t) {
+            const int64_t l = t / (S * segs), j = t / segs % S, o = t % segs * seg;
+            copy_row_to(stream, out + (l * S + j) * row + o, in + (l * S + idx[j]) * row + o, (size_t)seg);
+        }
+        if (stream) end_streams();
         return;
     }
     #pragma omp parallel for schedule(static) num_threads(nthreads) if(blocks * S * R >= 16384)
@@ -141,7 +178,8 @@ void tql_permute(const char *restrict in, char *restrict out, int64_t blocks, in
                 d[2 * j + 1] = s[2 * idx[j] + 1];
             }
         } else {
-            for (int64_t j = 0; j < S; ++j) copy_row(dst + j * row, src + idx[j] * row, (size_t)row);
+            /* (R == 1: a 1-amplitude row of another size; none reaches here from torch states) */
+            for (int64_t j = 0; j < S; ++j) memcpy(dst + j * row, src + idx[j] * row, (size_t)row);
         }
     }
 }

@@ -455,7 +455,10 @@ static inline void NAME##_span(const T *restrict in, T *restrict out, int64_t le
         const VEC_##SUF ar = LOAD_##SUF(e[0]), ai = LOAD_##SUF(e[1]), br = LOAD_##SUF(e[2]), bi = LOAD_##SUF(e[3]); \
         const VEC_##SUF cr = LOAD_##SUF(e[4]), ci = LOAD_##SUF(e[5]), dr = LOAD_##SUF(e[6]), di = LOAD_##SUF(e[7]); \
         const int64_t s = (int64_t)1 << bit, step = bit > LOG_LANES_##SUF ? 2 * LANES_##SUF : LANES_##SUF; \
-        const int prefetch = s * (int64_t)sizeof(T) <= 2048; \
+        /* 8 KiB runs too in states of 16 MiB not streamed, which in and out fill L3 with: wire 10 \
+         * at 2^20 complex128 / 2^21 complex64, 1.45-1.75 -> 1.3-1.5 clones (no gain at 8 MiB) */ \
+        const int long_runs = !stream && 2 * len * (int64_t)sizeof(T) >= ((int64_t)16 << 20); \
+        const int prefetch = s * (int64_t)sizeof(T) <= (long_runs ? 4096 : 2048); \
         /* the short interleaved runs (prefetched) lost with streaming stores: 1.0-1.1 -> 1.05-1.2 clones */ \
         const int pair_stream = stream && !prefetch; \
         const int64_t ahead = 4 * s; \

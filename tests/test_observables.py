@@ -613,6 +613,28 @@ def test_native_expectation_pair_and_full_groups_match_dense(n, dtype):
     np.testing.assert_allclose(_np(state.grad), 2 * psi @ m.T, atol=tol)     # torch: 2 ∂E/∂ψ*
 
 
+@pytest.mark.parametrize("batch", [1, 3])
+def test_native_diagonal_over_many_chunks_matches_bitstrings(batch, dtype):
+    """Z-string observables on 2^13 amplitudes (several of the kernel's chunks, split among the
+    threads even for one sample): values and gradients against sums over bitstrings."""
+    n = 13
+    rng = np.random.default_rng(batch)
+    obs = [Hamiltonian([(0.5, f"Z{w} Z{(w + 3) % n}") for w in range(n)]) + 0.25, PauliString("Z0 Z12"),
+           Hamiltonian([(-1.5, "Z5"), (0.75, "Z1 Z2 Z3")])]
+    bits = (np.arange(2 ** n)[:, None] >> (n - 1 - np.arange(n))) & 1
+    z = 1 - 2 * bits                                          # the eigenvalue of Z_w on each basis state
+    diag = np.stack([0.5 * sum(z[:, w] * z[:, (w + 3) % n] for w in range(n)) + 0.25, z[:, 0] * z[:, 12],
+                     -1.5 * z[:, 5] + 0.75 * z[:, 1] * z[:, 2] * z[:, 3]], 1)
+    psi = random_state_np(n, batch, rng)
+    state = to_t(psi, dtype, "cpu").requires_grad_()
+    out = expectation(state, obs, method="native")
+    tol = 20 * ATOL[dtype] * np.abs(diag).max()
+    np.testing.assert_allclose(_np(out), (np.abs(psi) ** 2) @ diag, atol=tol)
+    weights = rng.normal(size=(batch, 3))
+    (out * torch.as_tensor(weights, dtype=out.dtype)).sum().backward()
+    np.testing.assert_allclose(_np(state.grad), 2 * psi * (weights @ diag.T), atol=tol)
+
+
 def test_native_method_refused_with_reason(monkeypatch):
     from torchquantum_layers.kernels import native
     monkeypatch.setattr(native, "_state", {"lib": None, "tried": True, "reason": "unavailable: test"})

@@ -234,8 +234,10 @@ def test_plain_c_bodies_without_avx2(portable_library, monkeypatch, dtype, atol)
     """Without AVX2: the 4 x 4 quad loop (wires far apart, adjacent, the last two), controlled
     gates as a copy and the scalar loop, the portable 2 x 2 kernel (shared and per sample), the
     levels kernel's scalar product (dense, and two levels with a control, zeroed), against NumPy
-    on 3 samples of 6 qubits."""
+    on 3 samples of 6 qubits (and 1-2 samples of 14 for the 2 x 2 kernel's thread split)."""
+    # "tried" too: a first library() call would otherwise load the AVX2 build over this one
     monkeypatch.setitem(native._state, "lib", portable_library)
+    monkeypatch.setitem(native._state, "tried", True)
     n, B = 6, 3
     rng = np.random.default_rng(11)
     psi = oracle.random_state(n, rng, batch=B)
@@ -250,6 +252,17 @@ def test_plain_c_bodies_without_avx2(portable_library, monkeypatch, dtype, atol)
                                             list(controls) + [target], n) for b in range(B)])
         out = native.apply_2x2(t, torch.as_tensor(u if per_sample else u[0], dtype=dtype), target, n, controls)
         np.testing.assert_allclose(_np(out), want, atol=atol)
+    # one sample of 14 qubits: the high wires' pairs cut into runs among the threads
+    big = oracle.random_state(14, rng, batch=2)
+    for wire, per_sample in ((0, False), (1, True), (9, False)):
+        u = oracle.random_unitaries(2, 2, rng)
+        for b in (1, 2):
+            # (the dense 2^14 operator would take 4 GiB: NumPy's einsum on the wire's axis instead)
+            mats = u[:b] if per_sample else np.repeat(u[:1], b, 0)
+            want = np.einsum("bij,bljr->blir", mats, big[:b].reshape(b, 2 ** wire, 2, -1)).reshape(b, -1)
+            m = torch.as_tensor(u[:b] if per_sample else u[0], dtype=dtype)
+            out = native.apply_2x2(torch.as_tensor(big[:b], dtype=dtype), m, wire, 14)
+            np.testing.assert_allclose(_np(out), want, atol=atol)
     for wires, levels, controls, keep_rest in (((5, 0, 3), None, (), True), ((1, 2, 4, 5), (3, 12), (0,), False)):
         k = len(wires)
         lv = list(range(2 ** k)) if levels is None else list(levels)

@@ -54,12 +54,15 @@ void NAME(const T *restrict in, T *restrict out, int64_t blocks, int64_t R, cons
         } \
         return; \
     } \
+    /* threads take (block, run of up to 4096 pairs): a high wire of one sample is a single block */ \
+    const int64_t C = R < 4096 ? R : 4096, per = R / C; \
     _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(blocks * R >= 16384)") \
-    for (int64_t l = 0; l < blocks; ++l) { \
+    for (int64_t t = 0; t < blocks * per; ++t) { \
+        const int64_t l = t / per, r0 = t % per * C; \
         LOAD_M(shift < 0 ? m : m + 8 * (l >> shift)) \
-        const T *x0 = in + 4 * R * l, *x1 = x0 + 2 * R; \
-        T *y0 = out + 4 * R * l, *y1 = y0 + 2 * R; \
-        _Pragma("omp simd") for (int64_t r = 0; r < R; ++r) PAIR(x0 + 2 * r, x1 + 2 * r, y0 + 2 * r, y1 + 2 * r) \
+        const T *x0 = in + 4 * R * l + 2 * r0, *x1 = x0 + 2 * R; \
+        T *y0 = out + 4 * R * l + 2 * r0, *y1 = y0 + 2 * R; \
+        _Pragma("omp simd") for (int64_t r = 0; r < C; ++r) PAIR(x0 + 2 * r, x1 + 2 * r, y0 + 2 * r, y1 + 2 * r) \
     } \
 }
 #define T float

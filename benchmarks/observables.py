@@ -4,7 +4,7 @@
 
 Two Hamiltonians with the Jordan-Wigner structure of a molecular one (generated here, random
 coefficients): 12 qubits / ~600 terms (LiH in STO-3G has 12 qubits and 631 terms) and
-20 qubits / ~200 terms. Terms: Z_p and Z_p Z_q (one X-free group), same-spin single excitations
+20 qubits / ~200 terms, and a 20-qubit MaxCut cost (ZZ terms only: the diagonal kernel). Terms: Z_p and Z_p Z_q (one X-free group), same-spin single excitations
 X_p Z…Z X_q and Y_p Z…Z Y_q (plus copies with one extra Z_r, as two-body terms produce), and
 double excitations on p<q<r<s with the 8 even-Y patterns XXXX, XXYY, …, YYYY and JW Z strings.
 
@@ -70,7 +70,10 @@ def molecular_like_hamiltonian(n: int, n_singles: int, single_variants: int, n_d
 def cases(quick: bool):
     h12 = molecular_like_hamiltonian(12, n_singles=30, single_variants=1, n_doubles=50, seed=12)
     h20 = molecular_like_hamiltonian(20, n_singles=10, single_variants=1, n_doubles=12, n_zz=40, seed=20)
-    out = [("molecular-like 12q", h12), ("molecular-like 20q", h20)]
+    # a QAOA cost: ZZ on a ring with chords, one X-free group (the diagonal kernel alone)
+    cut = Hamiltonian([(0.5, f"Z{i} Z{(i + 1) % 20}") for i in range(20)]
+                      + [(0.5, f"Z{i} Z{(i + 7) % 20}") for i in range(0, 20, 2)], n_wires=20)
+    out = [("molecular-like 12q", h12), ("molecular-like 20q", h20), ("MaxCut cost 20q", cut)]
     if quick:
         return out[:1]
     try:                                   # the project's bundled molecules, when present

@@ -635,6 +635,36 @@ def test_native_diagonal_over_many_chunks_matches_bitstrings(batch, dtype):
     np.testing.assert_allclose(_np(state.grad), 2 * psi * (weights @ diag.T), atol=tol)
 
 
+@pytest.mark.parametrize("batch", [1, 3])
+def test_single_wire_z_readout_by_bit_sums_matches_bitstrings(batch, dtype):
+    """⟨Z_w⟩ on every wire plus a constant-and-single-Z sum, through the native bit sums (no
+    (n_obs, 2^n) table built): values, gradients, H·ψ and a second derivative against sums over
+    bitstrings, on 2^13 amplitudes (several chunks; the bits above and inside a chunk) and 2^3."""
+    from torchquantum_layers.observables import _as_observable, _multi_plan
+    for n in (3, 13):
+        rng = np.random.default_rng(batch + n)
+        obs = [PauliString(f"Z{w}") for w in range(n)] + [Hamiltonian.from_string("0.5*Z2 - 0.3 + 1.25*Z0")]
+        z = 1 - 2 * ((np.arange(2 ** n)[:, None] >> (n - 1 - np.arange(n))) & 1)      # (2^n, n) eigenvalues
+        diag = np.concatenate([z, (0.5 * z[:, 2] - 0.3 + 1.25 * z[:, 0])[:, None]], 1)
+        psi = random_state_np(n, batch, rng)
+        state = to_t(psi, dtype, "cpu").requires_grad_()
+        out = expectation(state, obs, method="native")
+        tol = 20 * ATOL[dtype] * 2
+        np.testing.assert_allclose(_np(out), (np.abs(psi) ** 2) @ diag, atol=tol)
+        plan = _multi_plan([_as_observable(o) for o in obs], n, dtype, state.device)     # the call's own
+        assert plan.bit_coef is not None and plan._w0 is None and plan._d0 is None
+        weights = rng.normal(size=(batch, n + 1))
+        (out * torch.as_tensor(weights, dtype=out.dtype)).sum().backward()
+        np.testing.assert_allclose(_np(state.grad), 2 * psi * (weights @ diag.T), atol=tol)
+        assert plan._w0 is None                                  # the backward kernel needs none either
+        h = obs[-1]
+        hpsi = apply_hamiltonian(to_t(psi, dtype, "cpu"), h, method="native")
+        np.testing.assert_allclose(_np(hpsi), psi * diag[:, -1], atol=tol)
+    if dtype == torch.complex128:
+        s = to_t(random_state_np(3, batch, np.random.default_rng(0)), dtype, "cpu").requires_grad_()
+        assert torch.autograd.gradgradcheck(lambda v: expectation(v, obs[:3] + obs[-1:], method="native"), (s,))
+
+
 def test_native_method_refused_with_reason(monkeypatch):
     from torchquantum_layers.kernels import native
     monkeypatch.setattr(native, "_state", {"lib": None, "tried": True, "reason": "unavailable: test"})

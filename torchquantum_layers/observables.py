@@ -1141,6 +1141,37 @@ class _NativeDiagonal(torch.autograd.Function):
         return native.diagonal_expval_grad(psi, grad, ctx.table), None
 
 
+class _NativeBitSums(torch.autograd.Function):
+    """The diagonal part of a plan whose Z's are single wires, from the native bit sums (E =
+    sums @ bit_coef); backward one native pass, or torch ops on the table for a graph of it."""
+
+    @staticmethod
+    def forward(ctx, psi, plan):
+        ctx.save_for_backward(psi)
+        ctx.plan = plan
+        return (native.bit_sums(psi) @ plan.bit_coef).to(plan.real)
+
+    @staticmethod
+    def backward(ctx, grad):
+        psi, = ctx.saved_tensors
+        plan = ctx.plan
+        if torch.is_grad_enabled():
+            return 2 * psi * (grad.to(plan.real) @ plan.d0), None
+        return native.bit_sums_grad(psi, grad.to(torch.float64) @ plan.bit_coef.T), None
+
+
+def _bit_coefficients(diag, n_obs: int, n: int) -> torch.Tensor:
+    """(n + 1, n_obs) float64 C with ⟨O_o⟩ = Σ_j S_j C[j, o] for the native bit sums S (S_0 = Σ|ψ|²,
+    S_{1+k} = the part with index bit k set): a constant c adds c to row 0, c Z_w adds c to row 0
+    and −2c to row 1 + (n − 1 − w), as ⟨Z_w⟩ = S_0 − 2 S_{1+k}."""
+    coef = torch.zeros(n + 1, n_obs, dtype=torch.float64)
+    for o, z, c in diag:
+        coef[0, o] += c
+        if z:
+            coef[1 + n - z.bit_length(), o] -= 2 * c
+    return coef
+
+
 def _grad_mode(state) -> bool:
     return torch.is_grad_enabled() and state.requires_grad
 
@@ -1208,12 +1239,12 @@ class _ExpvalPlan:
             diag += d
             for x, entries in g.items():
                 groups.setdefault(x, []).extend(entries)
-        self.w0 = None
-        if diag:
-            d0 = _table(diag, self.n_obs, range(n), device).real                    # (n_obs, N)
-            # each weight twice (re, im rows), so Σ D |ψ|² is one GEMM on view_as_real(ψ)²
-            self.w0 = d0.T.repeat_interleave(2, dim=0).to(self.real).contiguous()  # (2N, n_obs)
-            self.d0 = d0.to(self.real).contiguous()                                 # native: (n_obs, N)
+        self.has_diagonal, self._diag = bool(diag), diag
+        self._w0 = self._d0 = None
+        # constants and single-wire Z's (the ⟨Z_w⟩ readout): the native kernel's bit sums need no
+        # table, so (n_obs, N) tables are built only where another path asks for them
+        self.bit_coef = _bit_coefficients(diag, self.n_obs, n) \
+            if diag and all(_popcount(z) <= 1 for _, z, _ in diag) else None
         self.groups = []
         rotations = _choose_rotations(list(groups), n)
         for x, entries in groups.items():
@@ -1249,6 +1280,24 @@ class _ExpvalPlan:
         self._stack = None
         self._native = None
         self._specs = OrderedDict()
+
+    def _diagonal_tables(self):
+        if self._w0 is None and self.has_diagonal:
+            d0 = _table(self._diag, self.n_obs, range(self.n), self.device).real            # (n_obs, N)
+            # each weight twice (re, im rows), so Σ D |ψ|² is one GEMM on view_as_real(ψ)²
+            self._w0 = d0.T.repeat_interleave(2, dim=0).to(self.real).contiguous()       # (2N, n_obs)
+            self._d0 = d0.to(self.real).contiguous()                                      # native: (n_obs, N)
+        return self._w0, self._d0
+
+    @property
+    def w0(self):
+        """The diagonal part as a (2N, n_obs) real table (None without one), built on first use."""
+        return self._diagonal_tables()[0]
+
+    @property
+    def d0(self):
+        """The diagonal part as the native kernel's (n_obs, N) table, built on first use."""
+        return self._diagonal_tables()[1]
 
     @property
     def cached_bytes(self) -> int:
@@ -1361,7 +1410,12 @@ class _ExpvalPlan:
         """Σ_o weights[:, o] O_o ψ per sample by the native kernels: half the gradient of
         Σ weights·⟨O⟩, so the expectation kernels' backward does it."""
         half = 0.5 * weights
-        out = native.diagonal_expval_grad(psi, half, self.d0) if self.w0 is not None else torch.zeros_like(psi)
+        if self.bit_coef is not None:
+            out = native.bit_sums_grad(psi, half.to(torch.float64) @ self.bit_coef.T)
+        elif self.has_diagonal:
+            out = native.diagonal_expval_grad(psi, half, self.d0)
+        else:
+            out = torch.zeros_like(psi)
         if self.groups:
             spec, _tables = self.native_spec()
             native.expval_grad(psi, spec, half, out=out)
@@ -1376,8 +1430,10 @@ class _ExpvalPlan:
         B, N = psi.shape
         grad = _grad_mode(psi)
         r = torch.view_as_real(psi).reshape(B, 2 * N)
-        if self.w0 is None:
+        if not self.has_diagonal:
             E = torch.zeros(B, self.n_obs, dtype=self.real, device=psi.device)
+        elif method in ("auto", "native") and native.pairs_usable(psi) and self.bit_coef is not None:
+            E = _NativeBitSums.apply(psi, self) if grad else (native.bit_sums(psi) @ self.bit_coef).to(self.real)
         elif method in ("auto", "native") and native.pairs_usable(psi):
             E = _NativeDiagonal.apply(psi, self.d0) if grad else native.diagonal_expval(psi, self.d0).to(self.real)
         elif self.n_obs == 1 and not grad:

@@ -237,6 +237,60 @@ void GRAD(const T *restrict psi, const T *restrict g, int64_t B, int64_t N, int6
 DEF_DIAG_EXPVAL(tql_diag_expval_c64, tql_diag_expval_grad_c64, float)
 DEF_DIAG_EXPVAL(tql_diag_expval_c128, tql_diag_expval_grad_c128, double)
 
+/* Single-wire Z observables (<Z_w> on every wire: the usual readout) without a table per wire:
+ * S[b, 0] = sum_i |psi[b, i]|^2 and S[b, 1 + k] = the same over the i with index bit k set, one
+ * pass. A chunk's |psi|^2 (in cache) is folded in half once per bit inside it, the upper half's sum
+ * being that bit's share (2 adds an amplitude); the bits above the chunk take its total. The
+ * gradient of sum_b G[b] S[b, 0] + sum_k H[b, k] S[b, 1 + k] is 2 psi (G + sum_{k set} H[b, k]),
+ * the chunk's bits summed once per chunk into a table of its 2^c low patterns. */
+#define BIT_CHUNK_LOG 11
+#define DEF_BIT_SUMS(NAME, GRAD, T) \
+void NAME(const T *restrict psi, int64_t B, int64_t n, double *restrict out, int nthreads) { \
+    const int64_t N = (int64_t)1 << n, c = n < BIT_CHUNK_LOG ? n : BIT_CHUNK_LOG, C = (int64_t)1 << c; \
+    const int64_t per = N >> c, BS = B * (n + 1); \
+    for (int64_t k = 0; k < BS; ++k) out[k] = 0; \
+    _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(B * N >= 65536) reduction(+:out[:BS])") \
+    for (int64_t t = 0; t < B * per; ++t) { \
+        const int64_t b = t / per, q = t % per; \
+        const T *x = psi + 2 * (N * b + C * q); \
+        double *o = out + (n + 1) * b; \
+        T p[(int64_t)1 << BIT_CHUNK_LOG]; \
+        _Pragma("omp simd") for (int64_t i = 0; i < C; ++i) p[i] = x[2 * i] * x[2 * i] + x[2 * i + 1] * x[2 * i + 1]; \
+        for (int64_t k = c - 1; k >= 0; --k) { \
+            const int64_t h = (int64_t)1 << k; \
+            T upper = 0; \
+            _Pragma("omp simd reduction(+:upper)") for (int64_t j = 0; j < h; ++j) { upper += p[j + h]; p[j] += p[j + h]; } \
+            o[1 + k] += upper; \
+        } \
+        o[0] += p[0]; \
+        for (int64_t k = c; k < n; ++k) if ((q >> (k - c)) & 1) o[1 + k] += p[0]; \
+    } \
+} \
+void GRAD(const T *restrict psi, const double *restrict G, const double *restrict H, int64_t B, int64_t n, \
+          T *restrict out, int nthreads) { \
+    const int64_t N = (int64_t)1 << n, c = n < BIT_CHUNK_LOG ? n : BIT_CHUNK_LOG, C = (int64_t)1 << c; \
+    const int64_t per = N >> c; \
+    _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(B * N >= 65536)") \
+    for (int64_t t = 0; t < B * per; ++t) { \
+        const int64_t b = t / per, q = t % per; \
+        const double *h = H + n * b; \
+        double base = G[b]; \
+        for (int64_t k = c; k < n; ++k) if ((q >> (k - c)) & 1) base += h[k]; \
+        T d[(int64_t)1 << BIT_CHUNK_LOG]; \
+        d[0] = (T)(2 * base); \
+        for (int64_t k = 0; k < c; ++k) {          /* patterns with top bit k: those below plus H[k] */ \
+            const int64_t w = (int64_t)1 << k; \
+            const T add = (T)(2 * h[k]); \
+            for (int64_t j = 0; j < w; ++j) d[w + j] = d[j] + add; \
+        } \
+        const T *x = psi + 2 * (N * b + C * q); \
+        T *y = out + 2 * (N * b + C * q); \
+        _Pragma("omp simd") for (int64_t i = 0; i < C; ++i) { y[2 * i] = x[2 * i] * d[i]; y[2 * i + 1] = x[2 * i + 1] * d[i]; } \
+    } \
+}
+DEF_BIT_SUMS(tql_bit_sums_c64, tql_bit_sums_grad_c64, float)
+DEF_BIT_SUMS(tql_bit_sums_c128, tql_bit_sums_grad_c128, double)
+
 /* Pauli-sum expectations, all X-mask groups in one call. With c = conj(psi[j]) psi[i]:
  *  - pair groups: for k over the pivot-0 half (pivot: the lowest set bit of the index mask x),
  *    i = k with a 0 inserted at the pivot bit and j = i ^ x; re = 2 Re D, im = -2 Im D are real

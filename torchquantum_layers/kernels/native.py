@@ -116,6 +116,12 @@ def _load():
     for name in ("tql_diag_expval_grad_c64", "tql_diag_expval_grad_c128"):
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, cint]
         getattr(lib, name).restype = None
+    for name in ("tql_bit_sums_c64", "tql_bit_sums_c128"):
+        getattr(lib, name).argtypes = [vp, i64, i64, vp, cint]
+        getattr(lib, name).restype = None
+    for name in ("tql_bit_sums_grad_c64", "tql_bit_sums_grad_c128"):
+        getattr(lib, name).argtypes = [vp, vp, vp, i64, i64, vp, cint]
+        getattr(lib, name).restype = None
     for name in ("tql_gate_2x2_c64", "tql_gate_2x2_c128"):
         getattr(lib, name).argtypes = [vp, vp, i64, i64, vp, i64, i64, cint]
         getattr(lib, name).restype = cint
@@ -417,6 +423,29 @@ def diagonal_expval_grad(state: torch.Tensor, weights: torch.Tensor, table: torc
     out = torch.empty_like(state)
     fn = _kernel("tql_diag_expval_grad", state.dtype)
     fn(state.data_ptr(), w.data_ptr(), B, N, table.shape[0], table.data_ptr(), out.data_ptr(), torch.get_num_threads())
+    return out
+
+
+def bit_sums(state: torch.Tensor) -> torch.Tensor:
+    """(B, n + 1) float64: column 0 Σ_i |ψ[b, i]|², column 1 + k the same over the i whose index
+    bit k is set (wire n − 1 − k is 1), in one pass (see ``tql_bit_sums`` in native.c)."""
+    B, N = state.shape
+    n = N.bit_length() - 1
+    out = torch.empty(B, n + 1, dtype=torch.float64)
+    _kernel("tql_bit_sums", state.dtype)(state.data_ptr(), B, n, out.data_ptr(), torch.get_num_threads())
+    return out
+
+
+def bit_sums_grad(state: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """The gradient (torch's convention) of Σ_b Σ_j weights[b, j] · :func:`bit_sums`[b, j] w.r.t. ψ:
+    2 ψ[b, i] (weights[b, 0] + Σ over i's set bits k of weights[b, 1 + k])."""
+    B, N = state.shape
+    n = N.bit_length() - 1
+    w = weights.to(torch.float64)
+    G, H = w[:, 0].contiguous(), w[:, 1:].contiguous()
+    out = torch.empty_like(state)
+    _kernel("tql_bit_sums_grad", state.dtype)(state.data_ptr(), G.data_ptr(), H.data_ptr(), B, n, out.data_ptr(),
+                                              torch.get_num_threads())
     return out
 
 

@@ -196,6 +196,36 @@ def test_expval_z(dtype, device, atol):
     np.testing.assert_allclose(as_np(M.expval_z(bell(dtype, device))), [[0, 0]], atol=atol)
 
 
+@pytest.mark.parametrize("path", ["native bit sums", "folds"])
+def test_expval_z_on_every_wire_of_a_large_register(path, dtype, device, atol, monkeypatch):
+    """All 13 wires (and a subset out of order) against sums over bitstrings, with gradients; both
+    the CPU's native pass and the folds every device runs."""
+    if path == "folds":
+        monkeypatch.setattr(M.native, "pairs_usable", lambda state: False)
+    elif device != "cpu" or not M.native.pairs_usable(torch.zeros(1, 2, dtype=torch.complex64)):
+        pytest.skip("the native kernels run on the CPU with the library built (the folds run here)")
+    n = 13
+    rng = np.random.default_rng(3)
+    psi = O.random_state(n, rng, batch=2)
+    state = torch.tensor(psi, dtype=dtype, device=device, requires_grad=True)
+    z = 1 - 2 * ((np.arange(2 ** n)[:, None] >> (n - 1 - np.arange(n))) & 1)         # (2^n, n)
+    out = M.expval_z(state)
+    np.testing.assert_allclose(as_np(out), (np.abs(psi) ** 2) @ z, atol=10 * atol)
+    sub = M.expval_z(state, (5, 0, 12))
+    np.testing.assert_allclose(as_np(sub), (np.abs(psi) ** 2) @ z[:, [5, 0, 12]], atol=10 * atol)
+    g = rng.normal(size=(2, n))
+    weights = torch.as_tensor(g, dtype=out.dtype, device=device)
+    (out * weights).sum().backward()
+    np.testing.assert_allclose(as_np(state.grad), 2 * psi * (g @ z.T), atol=10 * atol)
+    # the same gradient with a graph of it (the backward's torch-ops form)
+    graph, = torch.autograd.grad((M.expval_z(state) * weights).sum(), state, create_graph=True)
+    assert graph.requires_grad
+    np.testing.assert_allclose(as_np(graph), 2 * psi * (g @ z.T), atol=10 * atol)
+    if dtype == torch.complex128:
+        small = torch.tensor(O.random_state(3, rng, batch=2), dtype=dtype, device=device, requires_grad=True)
+        assert torch.autograd.gradgradcheck(lambda s: M.expval_z(s, (2, 0)), (small,))
+
+
 def test_expval_z_gradient():
     c = tql.Circuit(2, dtype=torch.complex128)
     c.rx(0, trainable=True)

@@ -201,8 +201,8 @@ def test_expval_z_on_every_wire_of_a_large_register(path, dtype, device, atol, m
     """All 13 wires (and a subset out of order) against sums over bitstrings, with gradients; both
     the CPU's native pass and the folds every device runs."""
     if path == "folds":
-        monkeypatch.setattr(M.native, "pairs_usable", lambda state: False)
-    elif device != "cpu" or not M.native.pairs_usable(torch.zeros(1, 2, dtype=torch.complex64)):
+        monkeypatch.setattr(M.native, "runs_on", lambda state: False)
+    elif device != "cpu" or not M.native.runs_on(torch.zeros(1, 2, dtype=torch.complex64)):
         pytest.skip("the native kernels run on the CPU with the library built (the folds run here)")
     n = 13
     rng = np.random.default_rng(3)
@@ -224,6 +224,27 @@ def test_expval_z_on_every_wire_of_a_large_register(path, dtype, device, atol, m
     if dtype == torch.complex128:
         small = torch.tensor(O.random_state(3, rng, batch=2), dtype=dtype, device=device, requires_grad=True)
         assert torch.autograd.gradgradcheck(lambda s: M.expval_z(s, (2, 0)), (small,))
+
+
+@pytest.mark.parametrize("path", ["native", "torch"])
+def test_probabilities_of_a_large_register_and_their_gradient(path, dtype, device, atol, monkeypatch):
+    """|ψ|² on 2^13 amplitudes (the CPU's one-pass kernel, or torch's ops) against NumPy, with
+    the gradient 2 ψ g, also with a graph of it."""
+    if path == "torch":
+        monkeypatch.setattr(M.native, "runs_on", lambda state: False)
+    elif device != "cpu" or not M.native.runs_on(torch.zeros(1, 2, dtype=torch.complex64)):
+        pytest.skip("the native kernels run on the CPU with the library built (torch's ops run here)")
+    rng = np.random.default_rng(4)
+    psi = O.random_state(13, rng, batch=2)
+    state = torch.tensor(psi, dtype=dtype, device=device, requires_grad=True)
+    p = M.probabilities(state)
+    assert p.dtype == state.real.dtype and p.shape == (2, 2 ** 13)
+    np.testing.assert_allclose(as_np(p), np.abs(psi) ** 2, atol=atol)
+    np.testing.assert_allclose(as_np(M.probabilities(state, (12, 0))), marginal_np(psi, (12, 0), 13), atol=10 * atol)
+    g = torch.as_tensor(rng.normal(size=p.shape), dtype=p.dtype, device=device)
+    graph, = torch.autograd.grad((M.probabilities(state) * g).sum(), state, create_graph=True)
+    assert graph.requires_grad
+    np.testing.assert_allclose(as_np(graph), 2 * psi * as_np(g), atol=10 * atol)
 
 
 def test_expval_z_gradient():

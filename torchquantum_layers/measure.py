@@ -31,7 +31,23 @@ def _wires(wires, n: int, what: str) -> tuple:
 
 
 def _abs2(state: torch.Tensor) -> torch.Tensor:
+    if native.runs_on(state):
+        return _NativeAbs2.apply(state)
     return state.real.square() + state.imag.square()
+
+
+class _NativeAbs2(torch.autograd.Function):
+    """|ψ|² by the native one-pass kernel; backward 2 ψ g by torch ops (a graph of it when asked)."""
+
+    @staticmethod
+    def forward(ctx, state):
+        ctx.save_for_backward(state)
+        return native.abs2(state)
+
+    @staticmethod
+    def backward(ctx, grad):
+        state, = ctx.saved_tensors
+        return 2 * state * grad
 
 
 def probabilities(state: torch.Tensor, wires=None) -> torch.Tensor:
@@ -185,7 +201,7 @@ class _ZOfEveryWire(torch.autograd.Function):
     @staticmethod
     def forward(ctx, state):
         ctx.save_for_backward(state)
-        if native.pairs_usable(state):
+        if native.runs_on(state):
             sums = native.bit_sums(state)
             return (sums[:, :1] - 2 * sums[:, 1:].flip(1)).to(state.real.dtype)
         p = _abs2(state)
@@ -202,7 +218,7 @@ class _ZOfEveryWire(torch.autograd.Function):
     def backward(ctx, grad):
         state, = ctx.saved_tensors
         B, n = grad.shape
-        if native.pairs_usable(state) and not torch.is_grad_enabled():
+        if native.runs_on(state) and not torch.is_grad_enabled():
             weights = torch.cat([grad.sum(dim=1, keepdim=True), -2 * grad.flip(1)], dim=1)
             return native.bit_sums_grad(state, weights)
         # z_w(i) = 1 − 2 bit_w(i): Σ_w g_w z_w built one wire (index bit) at a time, by torch ops

@@ -116,6 +116,9 @@ def _load():
     for name in ("tql_diag_expval_grad_c64", "tql_diag_expval_grad_c128"):
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, vp, vp, cint]
         getattr(lib, name).restype = None
+    for name in ("tql_abs2_c64", "tql_abs2_c128"):
+        getattr(lib, name).argtypes = [vp, vp, i64, cint]
+        getattr(lib, name).restype = None
     for name in ("tql_bit_sums_c64", "tql_bit_sums_c128"):
         getattr(lib, name).argtypes = [vp, i64, i64, vp, cint]
         getattr(lib, name).restype = None
@@ -423,6 +426,19 @@ def diagonal_expval_grad(state: torch.Tensor, weights: torch.Tensor, table: torc
     out = torch.empty_like(state)
     fn = _kernel("tql_diag_expval_grad", state.dtype)
     fn(state.data_ptr(), w.data_ptr(), B, N, table.shape[0], table.data_ptr(), out.data_ptr(), torch.get_num_threads())
+    return out
+
+
+def runs_on(state: torch.Tensor) -> bool:
+    """Whether the kernels that take only a state (:func:`abs2`, :func:`bit_sums`) run on it."""
+    return _plain_cpu_state(state) and library() is not None
+
+
+def abs2(state: torch.Tensor) -> torch.Tensor:
+    """|ψ|² as a real tensor of the state's shape (where :func:`runs_on`; no autograd: see
+    ``measure.probabilities``)."""
+    out = torch.empty(state.shape, dtype=state.real.dtype)
+    _kernel("tql_abs2", state.dtype)(state.data_ptr(), out.data_ptr(), state.numel(), torch.get_num_threads())
     return out
 
 

@@ -242,6 +242,11 @@ def test_probabilities_of_a_large_register_and_their_gradient(path, dtype, devic
     np.testing.assert_allclose(as_np(p), np.abs(psi) ** 2, atol=atol)
     np.testing.assert_allclose(as_np(M.probabilities(state, (12, 0))), marginal_np(psi, (12, 0), 13), atol=10 * atol)
     g = torch.as_tensor(rng.normal(size=p.shape), dtype=p.dtype, device=device)
+    (M.probabilities(state) * g).sum().backward()
+    np.testing.assert_allclose(as_np(state.grad), 2 * psi * as_np(g), atol=10 * atol)
+    state.grad = None
+    M.probabilities(state).sum().backward()                   # the gradient arrives expanded
+    np.testing.assert_allclose(as_np(state.grad), 2 * psi, atol=10 * atol)
     graph, = torch.autograd.grad((M.probabilities(state) * g).sum(), state, create_graph=True)
     assert graph.requires_grad
     np.testing.assert_allclose(as_np(graph), 2 * psi * as_np(g), atol=10 * atol)

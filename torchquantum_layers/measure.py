@@ -37,7 +37,8 @@ def _abs2(state: torch.Tensor) -> torch.Tensor:
 
 
 class _NativeAbs2(torch.autograd.Function):
-    """|ψ|² by the native one-pass kernel; backward 2 ψ g by torch ops (a graph of it when asked)."""
+    """|ψ|² by the native one-pass kernel; backward 2 ψ g natively, by torch ops where a graph of
+    it is asked for."""
 
     @staticmethod
     def forward(ctx, state):
@@ -47,7 +48,9 @@ class _NativeAbs2(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         state, = ctx.saved_tensors
-        return 2 * state * grad
+        if torch.is_grad_enabled() or state.dim() != 2:
+            return 2 * state * grad
+        return native.scale_by_real(state, grad, 2.0)
 
 
 def probabilities(state: torch.Tensor, wires=None) -> torch.Tensor:

@@ -299,6 +299,31 @@ void NAME(const T *restrict psi, T *restrict out, int64_t len, int nthreads) { \
 }
 DEF_ABS2(tql_abs2_c64, float)
 DEF_ABS2(tql_abs2_c128, double)
+/* ... and its gradient y = c psi g for a real g (B, N) of strides (gsb, gsi), gsi 0 or 1: the
+ * sum's gradient arrives expanded from one number (strides 0), torch's complex-by-real product
+ * took 4-5 clones */
+#define DEF_SCALE_BY_REAL(NAME, T) \
+void NAME(const T *restrict psi, const T *restrict g, int64_t B, int64_t N, int64_t gsb, int64_t gsi, double c, \
+          T *restrict out, int nthreads) { \
+    const int64_t C = N < 4096 ? N : 4096, per = N / C; \
+    _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(B * N >= 65536)") \
+    for (int64_t t = 0; t < B * per; ++t) { \
+        const int64_t b = t / per, i0 = t % per * C; \
+        const T *x = psi + 2 * (N * b + i0), *gb = g + gsb * b + gsi * i0; \
+        T *y = out + 2 * (N * b + i0); \
+        if (gsi == 0) { \
+            const T k = (T)c * gb[0]; \
+            _Pragma("omp simd") for (int64_t i = 0; i < 2 * C; ++i) y[i] = k * x[i]; \
+        } else { \
+            _Pragma("omp simd") for (int64_t i = 0; i < C; ++i) { \
+                const T k = (T)c * gb[i]; \
+                y[2 * i] = k * x[2 * i]; y[2 * i + 1] = k * x[2 * i + 1]; \
+            } \
+        } \
+    } \
+}
+DEF_SCALE_BY_REAL(tql_scale_by_real_c64, float)
+DEF_SCALE_BY_REAL(tql_scale_by_real_c128, double)
 
 /* Pauli-sum expectations, all X-mask groups in one call. With c = conj(psi[j]) psi[i]:
  *  - pair groups: for k over the pivot-0 half (pivot: the lowest set bit of the index mask x),

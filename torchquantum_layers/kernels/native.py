@@ -119,6 +119,9 @@ def _load():
     for name in ("tql_abs2_c64", "tql_abs2_c128"):
         getattr(lib, name).argtypes = [vp, vp, i64, cint]
         getattr(lib, name).restype = None
+    for name in ("tql_scale_by_real_c64", "tql_scale_by_real_c128"):
+        getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, i64, ctypes.c_double, vp, cint]
+        getattr(lib, name).restype = None
     for name in ("tql_bit_sums_c64", "tql_bit_sums_c128"):
         getattr(lib, name).argtypes = [vp, i64, i64, vp, cint]
         getattr(lib, name).restype = None
@@ -439,6 +442,20 @@ def abs2(state: torch.Tensor) -> torch.Tensor:
     ``measure.probabilities``)."""
     out = torch.empty(state.shape, dtype=state.real.dtype)
     _kernel("tql_abs2", state.dtype)(state.data_ptr(), out.data_ptr(), state.numel(), torch.get_num_threads())
+    return out
+
+
+def scale_by_real(state: torch.Tensor, g: torch.Tensor, c: float) -> torch.Tensor:
+    """``c · state · g`` for a real ``g`` broadcastable to the state's (B, N) (the gradient of
+    :func:`abs2` is ``scale_by_real(state, grad, 2)``), in one pass where :func:`runs_on`; g may be
+    expanded (stride 0) along either axis."""
+    B, N = state.shape
+    g = g.to(state.real.dtype).expand(B, N)
+    if g.stride(1) not in (0, 1):
+        g = g.contiguous()
+    out = torch.empty_like(state)
+    _kernel("tql_scale_by_real", state.dtype)(state.data_ptr(), g.data_ptr(), B, N, g.stride(0), g.stride(1),
+                                              float(c), out.data_ptr(), torch.get_num_threads())
     return out
 
 

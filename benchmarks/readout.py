@@ -5,7 +5,8 @@
 
 Per case (n qubits × batch B): ``measure.expval_z`` on every wire, ``expectation`` of the list
 ``[Z_0, …, Z_{n−1}]`` (what ``QuantumLayer(measure="Z")`` asks for), ``measure.probabilities``
-of all wires and of two, each alone and as forward + backward (``.sum().backward()`` through a
+of all wires and of two, ``measure.reduced_density_matrix`` of wires (0, n/2) (the real part's sum
+for the backward), each alone and as forward + backward (``.sum().backward()`` through a
 state that requires grad). Ratios are medians of rounds that time clone, operation, clone in turn.
 """
 from __future__ import annotations
@@ -35,6 +36,7 @@ def bench(n, batch, dtype, rounds):
         "expectation([Z_w])": lambda s: expectation(s, z_list),
         "probabilities": lambda s: measure.probabilities(s),
         "probabilities (0, 1)": lambda s: measure.probabilities(s, (0, 1)),
+        "reduced_density_matrix (0, n/2)": lambda s: measure.reduced_density_matrix(s, (0, n // 2)),
     }
     row = {"n": n, "B": batch, "dtype": str(dtype).replace("torch.", "")}
     for name, op in ops.items():
@@ -43,7 +45,7 @@ def bench(n, batch, dtype, rounds):
 
         def step(op=op):
             leaf.grad = None
-            op(leaf).sum().backward()
+            op(leaf).real.sum().backward()
         row["clone ms"] = f"{tc * 1e3:.3f}"
         row[name] = f"{ratio:.2f}"
         row[name + " fwd+bwd"] = f"{paired(step, state, rounds)[0]:.2f}"

@@ -168,6 +168,47 @@ def test_reduced_density_matrix_vs_partial_trace(wires, dtype, device, atol):
     assert np.linalg.eigvalsh(r.astype(np.complex128)).min() > -10 * atol
 
 
+def test_reduced_density_matrix_of_a_large_register(dtype, device, atol, monkeypatch):
+    """16 qubits (the CPU's one-pass gram for up to 3 wires) against NumPy's partial trace by
+    transpose and product; under autograd the torch path, with the same values."""
+    n = 16
+    rng = np.random.default_rng(6)
+    psi = O.random_state(n, rng, batch=2)
+    state = torch.tensor(psi, dtype=dtype, device=device)
+    calls = []
+    gram = M.native.gram_levels
+    monkeypatch.setattr(M.native, "gram_levels", lambda *a, **k: calls.append(a[2]) or gram(*a, **k))
+    for wires in ((0,), (15, 0), (3, 14, 7)):
+        t = psi.reshape(2, *([2] * n)).transpose(0, *[1 + w for w in wires],
+                                                   *[1 + w for w in range(n) if w not in wires])
+        m = t.reshape(2, 2 ** len(wires), -1)
+        want = m @ m.conj().transpose(0, 2, 1)
+        np.testing.assert_allclose(as_np(M.reduced_density_matrix(state, wires)), want, atol=10 * atol)
+        # torch's gradient of Σ Re(W ∘ ρ) is conj(W + W†) on the wires: NumPy's product on that view
+        w = rng.normal(size=want.shape) + 1j * rng.normal(size=want.shape)
+        leaf = state.clone().requires_grad_()
+        rho = M.reduced_density_matrix(leaf, wires)
+        (rho * torch.as_tensor(w, dtype=dtype, device=device)).real.sum().backward()
+        g = ((w + w.conj().transpose(0, 2, 1)).conj() @ m).reshape(t.shape)
+        inverse = np.argsort([0, *[1 + v for v in wires], *[1 + v for v in range(n) if v not in wires]])
+        want_grad = g.transpose(*inverse).reshape(2, -1)
+        np.testing.assert_allclose(as_np(leaf.grad), want_grad, atol=20 * atol)
+    native_here = device == "cpu" and M.native.runs_on(state)
+    assert calls == ([w for w in ((0,), (15, 0), (3, 14, 7)) for _ in (0, 1)] if native_here else [])
+    if dtype == torch.complex128:
+        small = torch.tensor(O.random_state(16, rng, batch=1), dtype=dtype, device=device, requires_grad=True)
+        f = lambda s: M.reduced_density_matrix(s, (2, 9))            # noqa: E731
+        u = torch.randn(1, 4, 4, dtype=dtype, generator=torch.Generator().manual_seed(0)).to(device)
+        direction = torch.randn_like(small)
+        # a directional derivative against a central difference (gradcheck on 2^16 inputs is too slow)
+        eps = 1e-6
+        (f(small) * u).real.sum().backward()
+        with torch.no_grad():
+            numeric = ((f(small + eps * direction) - f(small - eps * direction)) * u).real.sum() / (2 * eps)
+            analytic = (small.grad.conj() * direction).real.sum()
+        np.testing.assert_allclose(float(analytic), float(numeric), rtol=1e-6, atol=1e-9)
+
+
 def test_reduced_density_matrix_bell_and_product(dtype, device, atol):
     rho = as_np(M.reduced_density_matrix(bell(dtype, device), [1]))
     np.testing.assert_allclose(rho, [np.eye(2) / 2], atol=atol)

@@ -73,10 +73,15 @@ def main():
     if a.append:
         path = os.path.join(os.path.dirname(__file__), "RESULTS.md")
         existing = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
-        with open(path, "a") as f:
-            if SECTION not in existing:
-                f.write(("" if existing.endswith("\n") else "\n") + f"\n{SECTION}\n")
-            f.write("\n" + text + "\n")
+        if SECTION not in existing:
+            existing = existing.rstrip("\n") + f"\n\n{SECTION}\n"
+        # at the end of the section, before the next "## " heading (the file has more after it)
+        start = existing.index(SECTION) + len(SECTION)
+        end = existing.find("\n## ", start)
+        end = len(existing) if end < 0 else end + 1
+        body = existing[:end].rstrip("\n") + "\n\n" + text + "\n\n"
+        with open(path, "w") as f:
+            f.write(body + existing[end:])
 
 
 if __name__ == "__main__":

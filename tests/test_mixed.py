@@ -86,6 +86,39 @@ def test_per_sample_angles_in_apply_gate(dtype, device):
     np.testing.assert_allclose(as_np(out), ref, atol=10 * ATOL[dtype])
 
 
+def test_one_pass_forms_of_u_rho_u_dagger(dtype, device):
+    """The fused one-pass forms (a permutation of both wire sets, d ⊗ conj(d), the 4 × 4
+    U ⊗ conj(U)) with per-sample angles, adjoints and a permutation that is not its own inverse
+    (a 4-cycle, not in the table), against dense U ρ U†."""
+    from torchquantum_layers.mixed.simulate import _apply_op_vec
+    rng = np.random.default_rng(7)
+    n, B = 3, 3
+    rho = rand_rho_np(n, rng, batch=B)
+    v = to_t(rho, dtype, device).reshape(B, -1)
+    cycle = (1, 2, 3, 0)
+    gate = G.Gate("CYCLE4", 2, 0, G._perm_to_matrix(lambda k: cycle), kind="permutation", perm_fn=lambda k: cycle)
+    p = np.eye(4)[list(cycle)]                           # new[i] = old[cycle[i]]
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    theta = rng.uniform(-3, 3, B)
+    angles = (torch.as_tensor(theta, dtype=real, device=device),)
+    cases = [(gate, (), (2, 0), lambda b: p), (G.RY, angles, (1,), lambda b: O.gate_matrix("RY", theta[b])),
+             (G.RZZ, angles, (0, 2), lambda b: O.gate_matrix("RZZ", theta[b])),
+             (G.U3, tuple(torch.as_tensor(rng.uniform(-3, 3, B), dtype=real, device=device) for _ in range(3)),
+              (2,), None)]
+    for g, params, wires, local in cases:
+        if local is None:
+            vals = [as_np(t) for t in params]
+            local = (lambda b, vals=vals: O.gate_matrix("U3", *[x[b] for x in vals]))
+        for adjoint in (False, True):
+            out = as_np(_apply_op_vec(g, v, params, wires, n, adjoint=adjoint)).reshape(B, 2 ** n, 2 ** n)
+            for b in range(B):
+                u = O.full_operator(local(b), wires, n)
+                if adjoint:
+                    u = u.conj().T
+                np.testing.assert_allclose(out[b], u @ rho[b] @ u.conj().T, atol=10 * ATOL[dtype],
+                                           err_msg=f"{g.name} adjoint={adjoint}")
+
+
 def random_circuit(n, rng, with_inputs=True):
     c = tql.Circuit(n)
     names = sorted(g for g in G.GATES if not G.GATES[g].takes_data)

@@ -75,45 +75,27 @@ DEF_APPLY(tql_apply_2x2_c128, double)
 /* The state viewed as (blocks, S, R) of elements of `esize` bytes (8: complex64, 16: complex128):
  * out[l, j, :] = in[l, idx[j], :]. */
 /* dst <- src for rows of a few KiB: glibc's memcpy takes `rep movsb` from 2 KiB, which ran at
- * half a clone's speed on the AMD VM measured (a CNOT in the middle of 20 qubits: 2 clones) */
-static void copy_row(char *restrict dst, const char *restrict src, size_t bytes) {
-#ifdef __AVX2__
-    if (!(bytes & 127)) {
-        for (size_t i = 0; i < bytes; i += 128) {
-            const __m256i a = _mm256_loadu_si256((const __m256i *)(src + i));
-            const __m256i b = _mm256_loadu_si256((const __m256i *)(src + i + 32));
-            const __m256i c = _mm256_loadu_si256((const __m256i *)(src + i + 64));
-            const __m256i d = _mm256_loadu_si256((const __m256i *)(src + i + 96));
-            _mm256_storeu_si256((__m256i *)(dst + i), a);
-            _mm256_storeu_si256((__m256i *)(dst + i + 32), b);
-            _mm256_storeu_si256((__m256i *)(dst + i + 64), c);
-            _mm256_storeu_si256((__m256i *)(dst + i + 96), d);
-        }
-        return;
+ * half a clone's speed on the AMD VM measured (a CNOT in the middle of 20 qubits: 2 clones).
+ * `stream`: the stores go around the caches (stream_output's sizes; only for a 32-byte aligned
+ * dst, else ordinary stores). */
+#define COPY_128(STORE) \
+    for (size_t i = 0; i < bytes; i += 128) { \
+        const __m256i a = _mm256_loadu_si256((const __m256i *)(src + i)); \
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(src + i + 32)); \
+        const __m256i c = _mm256_loadu_si256((const __m256i *)(src + i + 64)); \
+        const __m256i d = _mm256_loadu_si256((const __m256i *)(src + i + 96)); \
+        STORE((__m256i *)(dst + i), a); STORE((__m256i *)(dst + i + 32), b); \
+        STORE((__m256i *)(dst + i + 64), c); STORE((__m256i *)(dst + i + 96), d); \
     }
-#endif
-    memcpy(dst, src, bytes);
-}
-
-/* copy_row with the stores around the caches (stream_output's sizes; dst 32-byte aligned and
- * bytes a multiple of 128, else an ordinary copy) */
 static void copy_row_to(int stream, char *restrict dst, const char *restrict src, size_t bytes) {
     VECTOR_CODE(
-    if (stream && !(bytes & 127) && !((uintptr_t)dst & 31)) {
-        for (size_t i = 0; i < bytes; i += 128) {
-            const __m256i a = _mm256_loadu_si256((const __m256i *)(src + i));
-            const __m256i b = _mm256_loadu_si256((const __m256i *)(src + i + 32));
-            const __m256i c = _mm256_loadu_si256((const __m256i *)(src + i + 64));
-            const __m256i d = _mm256_loadu_si256((const __m256i *)(src + i + 96));
-            _mm256_stream_si256((__m256i *)(dst + i), a);
-            _mm256_stream_si256((__m256i *)(dst + i + 32), b);
-            _mm256_stream_si256((__m256i *)(dst + i + 64), c);
-            _mm256_stream_si256((__m256i *)(dst + i + 96), d);
-        }
+    if (!(bytes & 127)) {
+        if (stream && !((uintptr_t)dst & 31)) COPY_128(_mm256_stream_si256)
+        else COPY_128(_mm256_storeu_si256)
         return;
     })
     (void)stream;
-    copy_row(dst, src, bytes);
+    memcpy(dst, src, bytes);
 }
 
 /* rows of a whole number of 128-byte chunks, up to 16 KiB, each chunk's counterpart 4 KiB (or

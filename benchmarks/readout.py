@@ -6,7 +6,7 @@
 Per case (n qubits × batch B): ``measure.expval_z`` on every wire, ``expectation`` of the list
 ``[Z_0, …, Z_{n−1}]`` (what ``QuantumLayer(measure="Z")`` asks for), ``measure.probabilities``
 of all wires and of two, ``measure.reduced_density_matrix`` of wires (0, n/2) (the real part's sum
-for the backward), each alone and as forward + backward (``.sum().backward()`` through a
+for the backward), each alone and as forward + backward; and ``measure.sample`` of 1000 shots (``.sum().backward()`` through a
 state that requires grad). Ratios are medians of rounds that time clone, operation, clone in turn.
 """
 from __future__ import annotations
@@ -49,6 +49,8 @@ def bench(n, batch, dtype, rounds):
         row["clone ms"] = f"{tc * 1e3:.3f}"
         row[name] = f"{ratio:.2f}"
         row[name + " fwd+bwd"] = f"{paired(step, state, rounds)[0]:.2f}"
+    with torch.no_grad():
+        row["sample 1000 shots"] = f"{paired(lambda: measure.sample(state, 1000), state, rounds)[0]:.2f}"
     return row
 
 

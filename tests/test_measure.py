@@ -293,6 +293,33 @@ def test_probabilities_of_a_large_register_and_their_gradient(path, dtype, devic
     np.testing.assert_allclose(as_np(graph), 2 * psi * as_np(g), atol=10 * atol)
 
 
+def test_sampling_all_wires_of_a_large_register_by_the_native_cdf(dtype, device, monkeypatch):
+    """2^13 amplitudes, not normalised, 2 samples: the native running sums against NumPy's cumsum,
+    and the same draws from a seeded generator as torch's cumsum path gives."""
+    if device != "cpu" or not M.native.runs_on(torch.zeros(1, 2, dtype=torch.complex64)):
+        pytest.skip("the native kernels run on the CPU with the library built (torch's cumsum runs here)")
+    rng = np.random.default_rng(8)
+    psi = 1.7 * O.random_state(13, rng, batch=2)
+    state = torch.tensor(psi, dtype=dtype, device=device)
+    want = np.cumsum(np.abs(as_np(state).astype(np.complex128)) ** 2, axis=1)
+    tol = 1e-6 if dtype == torch.complex64 else 1e-12        # squares in the state's precision
+    np.testing.assert_allclose(as_np(M.native.cdf(state)), want, rtol=tol, atol=tol)
+    # upper bounds with ties (zero probabilities), draws on a boundary and past the end
+    rows = torch.tensor([[0.1, 0.1, 0.1, 0.5, 1.0], [0.0, 0.0, 0.2, 0.2, 0.2]], dtype=torch.float64)
+    u = torch.tensor([[0.0, 0.1, 0.3, 1.0, 1.5, 0.05], [0.0, 0.1, 0.2, 0.25, -1.0, 0.19]], dtype=torch.float64)
+    want_idx = torch.searchsorted(rows, u, right=True).clamp(max=4)
+    assert torch.equal(M.native.upper_bound(rows, u), want_idx)
+    native_draws = M.sample(state, 500, generator=torch.Generator().manual_seed(5))
+    monkeypatch.setattr(M.native, "runs_on", lambda s: False)
+    torch_draws = M.sample(state, 500, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(native_draws, torch_draws)
+    bad = state.clone()
+    bad[1, 7] = float("nan")
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="state 1 has zero norm or contains NaN"):
+        M.sample(bad, 10)
+
+
 def test_expval_z_gradient():
     c = tql.Circuit(2, dtype=torch.complex128)
     c.rx(0, trainable=True)

@@ -99,19 +99,26 @@ def sample(state: torch.Tensor, shots: int, wires=None,
         raise ValueError(f"{what}: shots must be >= 1, got {shots}")
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"{what}: generator must be a torch.Generator, got {type(generator).__name__}")
-    p = _probabilities(state, wires, what).detach()
-    if generator is not None and generator.device.type != p.device.type:
-        raise ValueError(f"{what}: generator is on {generator.device} but the state is on {p.device}")
-    cdf = torch.cumsum(p.to(torch.float64), dim=1)
+    n = n_wires_of(state)
+    every_wire = wires is None or _wires(wires, n, what) == tuple(range(n))
+    # all wires on the CPU: the CDF and the searches natively (torch's cumsum runs on one thread)
+    fast = native.runs_on(state)
+    cdf = native.cdf(state.detach()) if every_wire and fast else None
+    if cdf is None:
+        cdf = torch.cumsum(_probabilities(state, wires, what).detach().to(torch.float64), dim=1)
+    if generator is not None and generator.device.type != cdf.device.type:
+        raise ValueError(f"{what}: generator is on {generator.device} but the state is on {cdf.device}")
     total = cdf[:, -1:]
-    if p.device.type == "cpu":
+    if cdf.device.type == "cpu":
         bad = ~(total[:, 0] > 0) | ~torch.isfinite(total[:, 0])
         if bool(bad.any()):
             row = int(bad.nonzero()[0, 0])
             raise ValueError(f"{what}: state {row} has zero norm or contains NaN/inf")
-    u = torch.rand(p.shape[0], shots, generator=generator, device=p.device, dtype=torch.float64) * total
+    u = torch.rand(cdf.shape[0], shots, generator=generator, device=cdf.device, dtype=torch.float64) * total
+    if fast:
+        return native.upper_bound(cdf, u)
     idx = torch.searchsorted(cdf, u, right=True)
-    return idx.clamp_(max=p.shape[1] - 1)
+    return idx.clamp_(max=cdf.shape[1] - 1)
 
 
 def _check_n(n, what):

@@ -122,6 +122,11 @@ def _load():
     for name in ("tql_scale_by_real_c64", "tql_scale_by_real_c128"):
         getattr(lib, name).argtypes = [vp, vp, i64, i64, i64, i64, ctypes.c_double, vp, cint]
         getattr(lib, name).restype = None
+    for name in ("tql_cdf_c64", "tql_cdf_c128"):
+        getattr(lib, name).argtypes = [vp, i64, i64, vp, cint]
+        getattr(lib, name).restype = cint
+    lib.tql_upper_bound.argtypes = [vp, i64, i64, vp, i64, vp, cint]
+    lib.tql_upper_bound.restype = None
     for name in ("tql_bit_sums_c64", "tql_bit_sums_c128"):
         getattr(lib, name).argtypes = [vp, i64, i64, vp, cint]
         getattr(lib, name).restype = None
@@ -456,6 +461,26 @@ def scale_by_real(state: torch.Tensor, g: torch.Tensor, c: float) -> torch.Tenso
     out = torch.empty_like(state)
     _kernel("tql_scale_by_real", state.dtype)(state.data_ptr(), g.data_ptr(), B, N, g.stride(0), g.stride(1),
                                               float(c), out.data_ptr(), torch.get_num_threads())
+    return out
+
+
+def cdf(state: torch.Tensor):
+    """(B, N) float64 running sums of |ψ|² along each sample (where :func:`runs_on`), or None
+    when the kernel's scratch could not be allocated."""
+    B, N = state.shape
+    out = torch.empty(B, N, dtype=torch.float64)
+    if not _kernel("tql_cdf", state.dtype)(state.data_ptr(), B, N, out.data_ptr(), torch.get_num_threads()):
+        return None
+    return out
+
+
+def upper_bound(cdf: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """``torch.searchsorted(cdf, u, right=True).clamp(max=N - 1)`` for float64 CPU rows
+    ``cdf`` (B, N) and draws ``u`` (B, shots), threaded over the draws."""
+    B, N = cdf.shape
+    cdf, u = cdf.contiguous(), u.contiguous()
+    out = torch.empty(u.shape, dtype=torch.int64)
+    library().tql_upper_bound(cdf.data_ptr(), B, N, u.data_ptr(), u.shape[1], out.data_ptr(), torch.get_num_threads())
     return out
 
 

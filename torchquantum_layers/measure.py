@@ -181,15 +181,17 @@ def reduced_density_matrix(state: torch.Tensor, wires) -> torch.Tensor:
     if wires is None:
         raise ValueError(f"{what}: give the wires to keep")
     wires = _wires(wires, n, what)
-    B = state.shape[0]
-    d = 2 ** len(wires)
     if len(wires) <= 3 and n >= 16 and native.runs_on(state):
         # one pass of levels.c's gram (Σ ψ_i conj(ψ_j) over the other wires, in double): torch's
         # permute + batched product took 4-12 clones at 2^20-2^22, the gram 1.1-5 for 1-3 wires
         # (more wires, or small states in large batches, were slower than torch's)
         return _NativeReducedDensity.apply(state, wires, n)
-    rest = [w for w in range(n) if w not in wires]
-    order = list(wires) + rest
+    return _reduced_by_product(state, wires, n)
+
+
+def _reduced_by_product(state, wires, n):
+    B, d = state.shape[0], 2 ** len(wires)
+    order = list(wires) + [w for w in range(n) if w not in wires]
     if order == list(range(n)):
         m = state.reshape(B, d, -1)
     else:
@@ -205,7 +207,8 @@ class _NativeReducedDensity(torch.autograd.Function):
     def forward(ctx, state, wires, n):
         ctx.save_for_backward(state)
         ctx.wires, ctx.n = wires, n
-        return native.gram_levels(state, state, wires, n, per_sample=True).to(state.dtype)
+        rho = native.gram_levels(state, state, wires, n, per_sample=True)
+        return _reduced_by_product(state, wires, n) if rho is None else rho.to(state.dtype)
 
     @staticmethod
     def backward(ctx, grad):

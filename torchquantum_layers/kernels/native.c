@@ -614,14 +614,17 @@ static int64_t spread(int64_t c, int64_t fixed, int64_t n) {
  * the output's for writing: runs that short, interleaved, are streams the hardware prefetcher
  * loses (RZZ or CNOT between wire 10 and the last wire at 2^20 complex64: 1.6-1.7 -> 1.1-1.3
  * clones, with the register paths below); farther apart it follows them, and prefetches only
- * cost (CNOT(0, 23) at 2^24 complex128: 1.08 -> 1.27 with them). Past the end of a chunk the
- * addresses are those of the next one; past the state's end prefetches are dropped. */
+ * cost (CNOT(0, 23) at 2^24 complex128: 1.08 -> 1.27 with them) -- except in states of up to
+ * 16 MiB, which L3 holds beside their output (CNOT(0, n-1) at 2^20-2^21: 0.93-1.18 -> 0.70-1.04,
+ * CNOT(n-1, 0) 1.53-1.72 -> 1.19-1.44). Past the end of a chunk the addresses are those of the
+ * next one; past the state's end prefetches are dropped. */
 #define PREFETCH_LINES(src, dst) if (prefetch) { __builtin_prefetch(src, 0, 3); __builtin_prefetch(dst, 1, 3); }
 #define BLOCK_CHUNKS(ESIZE, ...) { \
     const int64_t N = (int64_t)1 << n, W = (int64_t)1 << b, fixed = maskH | (W - 1); \
     const int64_t outer = block_count(n, fixed), chunk = 1024, chunks = (outer + chunk - 1) / chunk; \
     const int64_t ahead = KH >= 128 ? 1 : 128 / KH; \
-    const int prefetch = maskH && (maskH & -maskH) * (int64_t)(ESIZE) <= 4096; \
+    const int prefetch = maskH && ((maskH & -maskH) * (int64_t)(ESIZE) <= 4096 \
+                                   || batch * N * (int64_t)(ESIZE) <= ((int64_t)16 << 20)); \
     _Pragma("omp parallel for schedule(static) num_threads(nthreads) if(batch * N >= 16384)") \
     for (int64_t t = 0; t < batch * chunks; ++t) { \
         const int64_t bt = t / chunks, c0 = (t % chunks) * chunk; \

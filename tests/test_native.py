@@ -532,6 +532,10 @@ def test_outputs_written_around_the_caches(dtype):
         for wires in ((0, 1), (n // 2, n // 2 + 1), (n - 2, n - 1)):
             got = native.permute_local(psi, (0, 1, 3, 2), wires, n)
             torch.testing.assert_close(got, _torch_gate(psi, cnot.to(dtype), wires, n), atol=0, rtol=0)
+        # CNOT(n - 1, 0): lanes from two lines 2^(n-1) apart
+        got = native.permute_local(psi, (0, 3, 2, 1), (0, n - 1), n)
+        reverse = torch.eye(4, dtype=torch.complex128)[[0, 3, 2, 1]].to(dtype)
+        torch.testing.assert_close(got, _torch_gate(psi, reverse, (0, n - 1), n), atol=0, rtol=0)
         for wires in ((0, 1), (1, 0), (n // 2, n // 2 + 1), (n - 8, n - 7)):
             # span rows: whole-row segments, prefetched rows of at most 16 KiB
             got = A.apply_permutation_unchecked(psi, (0, 1, 3, 2), wires, n)

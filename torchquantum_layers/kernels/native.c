@@ -640,6 +640,11 @@ typedef struct {
     int64_t base[64];
     int64_t one[64][2];   /* the float offset (0 or 8) of the register all lanes of an output come from */
     int single;           /* every output register comes from one source register: no blend */
+    /* some pattern takes lanes from other lines (a control on the last wires of a gate whose target
+     * is above them: CNOT(n-1, 0)): each output register blends two registers anywhere, whose
+     * 8-byte-unit offsets from the block's base are reg[jh][h]; `from` picks the second */
+    int anywhere;
+    int64_t reg[64][2][2];
     VECTOR_CODE(__m256i lane[64][2]; __m256 from[64][2];)
 } tql_line_perms;
 
@@ -647,19 +652,35 @@ static int line_perms(const int64_t *srcoff, int64_t KH, tql_line_perms *lp) {
     VECTOR_CODE(
     if (KH > 64) return 0;
     lp->single = 1;
+    lp->anywhere = 0;
+    for (int64_t j = 0; j < 8 * KH; ++j) {
+        const int64_t src = srcoff[j] - (srcoff[j & ~(int64_t)7] & ~(int64_t)7);
+        lp->anywhere |= src < 0 || src >= 8;
+    }
+    lp->single = !lp->anywhere;
     for (int64_t jh = 0; jh < KH; ++jh) {
         const int64_t *o = srcoff + 8 * jh, base = o[0] & ~(int64_t)7;
         int32_t lane[8], from[8];
         for (int h = 0; h < 2; ++h) {
             int regs = 0;     /* bit r set: lanes come from source register r */
+            const int64_t r0 = o[4 * h] & ~(int64_t)3;
+            int64_t r1 = -1;
             for (int l = 0; l < 4; ++l) {
-                const int64_t src = o[4 * h + l] - base;
-                if (src < 0 || src >= 8) return 0;
+                const int64_t src = lp->anywhere ? o[4 * h + l] : o[4 * h + l] - base;
+                int second = src >= 4;
+                if (lp->anywhere) {
+                    const int64_t reg = src & ~(int64_t)3;
+                    if (reg != r0 && r1 < 0) r1 = reg;
+                    if (reg != r0 && reg != r1) return 0;          /* three source registers */
+                    second = reg != r0;
+                }
                 lane[2 * l] = (int32_t)(2 * (src & 3));
                 lane[2 * l + 1] = (int32_t)(2 * (src & 3) + 1);
-                from[2 * l] = from[2 * l + 1] = src >= 4 ? -1 : 0;
-                regs |= 1 << (src >= 4);
+                from[2 * l] = from[2 * l + 1] = second ? -1 : 0;
+                regs |= 1 << second;
             }
+            lp->reg[jh][h][0] = r0;
+            lp->reg[jh][h][1] = r1 < 0 ? r0 : r1;
             lp->one[jh][h] = regs == 2 ? 8 : 0;
             lp->single &= regs != 3;
             lp->lane[jh][h] = _mm256_loadu_si256((const __m256i *)lane);
@@ -680,13 +701,18 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
     const int64_t u = esize / 8;
     int by_registers = 0;
     (void)u;      /* (read by the AVX2 loops only) */
+    int stream = 0;
+    VECTOR_CODE(stream = stream_output(out, batch * ((int64_t)1 << n) * esize);)
     if (esize == 8 && b == 3) by_registers = line_perms(srcoff, KH, &lp);
     else if (esize == 16 && b == 2 && KH <= 64) {
         int64_t halves[64 * 8];
         for (int64_t j = 0; j < KH * 8; ++j) halves[j] = 2 * srcoff[j / 2] + (j & 1);
         by_registers = line_perms(halves, KH, &lp);
     }
-    VECTOR_CODE(const int stream = stream_output(out, batch * ((int64_t)1 << n) * esize);)
+    /* lanes from two lines: the registers' blends only where they can stream (CNOT(n-1, 0), (n-1, 3),
+     * (n-2, 1) at 2^22-2^24, interleaved in one process, two runs: 1.15-1.84 -> 0.84-1.57 clones);
+     * in smaller states they lost to the scalar loop (2^20 complex128: 1.2-1.4 -> 1.8-1.9) */
+    if (by_registers && lp.anywhere && !stream) by_registers = 0;
     BLOCK_CHUNKS(esize,
         const char *sb = in + bt * N * esize;
         char *db = out + bt * N * esize;
@@ -697,7 +723,24 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
             VECTOR_CODE(
             const int64_t *restrict s = (const int64_t *)sb;
             int64_t *restrict d = (int64_t *)db;
-            if (lp.single && KH == 1) {
+            if (lp.anywhere) {
+                for (int64_t c = c0; c < c1; ++c) {
+                    for (int64_t jh = 0; jh < KH; ++jh) {
+                        PREFETCH_LINES(s + u * ia + lp.reg[jh][0][0], d + u * (ia + dstoff[jh]))
+                        if (prefetch) __builtin_prefetch(s + u * ia + lp.reg[jh][0][1], 0, 3);
+                        float *dst = (float *)(d + u * (i + dstoff[jh]));
+                        for (int h = 0; h < 2; ++h) {
+                            const __m256 x0 = _mm256_loadu_ps((const float *)(s + u * i + lp.reg[jh][h][0]));
+                            const __m256 x1 = _mm256_loadu_ps((const float *)(s + u * i + lp.reg[jh][h][1]));
+                            PUT_f32(stream, dst + 8 * h, _mm256_blendv_ps(_mm256_permutevar8x32_ps(x0, lp.lane[jh][h]),
+                                                                       _mm256_permutevar8x32_ps(x1, lp.lane[jh][h]),
+                                                                       lp.from[jh][h]));
+                        }
+                    }
+                    i = ((i | fixed) + 1) & ~fixed;
+                    ia = ((ia | fixed) + 1) & ~fixed;
+                }
+            } else if (lp.single && KH == 1) {
                 /* every wire inside the line: one stream, which the hardware prefetcher follows, */
                 /* the permutations held in registers (1.2-1.5 -> 0.9-1.1 clones at 2^20) */
                 const __m256i p0 = lp.lane[0][0], p1 = lp.lane[0][1];
@@ -768,7 +811,7 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
         else if (esize == 8) { BLOCK_LOOP(int64_t, W) }
         else { BLOCK_LOOP(tql_pair16, W) }
     )
-    VECTOR_CODE(if (stream) end_streams();)
+    if (stream) end_streams();
 }
 
 /* A diagonal on k wires in the same line blocks: out[j] = dl[jh][lane] in[j] at j = i + dstoff[jh]

@@ -90,7 +90,7 @@ def bench(name, h, batch, dtype, rounds):
     masks = h.num_x_masks
     plan = h.compile(n, dtype, "cpu")
     torch_path = "gather" if plan.use_gather(batch) else "loop"       # auto's pick without the C kernel
-    if native.pairs_usable(state):
+    if native.runs_on(state):
         path, other = "native", torch_path
     elif torch_path == "gather":
         path, other = "gather", "loop"

@@ -1424,7 +1424,7 @@ class _ExpvalPlan:
     def __call__(self, psi: torch.Tensor, method: str = "auto") -> torch.Tensor:
         if method not in ("auto", "loop", "gather", "native"):
             raise ValueError(f"expectation: method must be 'auto', 'loop', 'gather' or 'native', got {method!r}")
-        if method == "native" and not native.pairs_usable(psi):
+        if method == "native" and not native.runs_on(psi):
             raise ValueError("expectation: method='native' needs a contiguous complex CPU state and the native "
                              f"library ({native.status()})")
         B, N = psi.shape
@@ -1432,9 +1432,9 @@ class _ExpvalPlan:
         r = torch.view_as_real(psi).reshape(B, 2 * N)
         if not self.has_diagonal:
             E = torch.zeros(B, self.n_obs, dtype=self.real, device=psi.device)
-        elif method in ("auto", "native") and native.pairs_usable(psi) and self.bit_coef is not None:
+        elif method in ("auto", "native") and native.runs_on(psi) and self.bit_coef is not None:
             E = _NativeBitSums.apply(psi, self) if grad else (native.bit_sums(psi) @ self.bit_coef).to(self.real)
-        elif method in ("auto", "native") and native.pairs_usable(psi):
+        elif method in ("auto", "native") and native.runs_on(psi):
             E = _NativeDiagonal.apply(psi, self.d0) if grad else native.diagonal_expval(psi, self.d0).to(self.real)
         elif self.n_obs == 1 and not grad:
             E = torch.mv(r * r, self.w0[:, 0]).unsqueeze(1)
@@ -1444,7 +1444,7 @@ class _ExpvalPlan:
             E = torch.mm(r * r, self.w0)
         if not self.groups:
             return E
-        if method == "native" or (method == "auto" and native.pairs_usable(psi)):
+        if method == "native" or (method == "auto" and native.runs_on(psi)):
             if grad:
                 return E + _NativePairs.apply(psi, self)
             spec, _tables = self.native_spec()
@@ -1865,7 +1865,7 @@ def _plan_for(hams, n, dtype, device):
 def weighted_bra(state: torch.Tensor, observables, weights: torch.Tensor):
     """Σ_k weights[:, k] O_k ψ per sample by the native kernels (the adjoint method's bra: half
     the gradient of Σ weights·⟨O⟩), or None where they do not run on this state."""
-    if not native.pairs_usable(state):
+    if not native.runs_on(state):
         return None
     hams = [_as_observable(o) for o in observables]
     return _plan_for(hams, n_wires_of(state), state.dtype, state.device).weighted_apply(state, weights)
@@ -1926,7 +1926,7 @@ def apply_hamiltonian(state: torch.Tensor, H, method: str = "auto") -> torch.Ten
     state, n, squeeze = _prepare_state(state, "apply_hamiltonian")
     h = _as_observable(H, "apply_hamiltonian")
     _check_fits(h, n, "apply_hamiltonian")
-    native_ok = native.pairs_usable(state) and h.is_hermitian
+    native_ok = native.runs_on(state) and h.is_hermitian
     if method == "native" and not native_ok:
         raise ValueError("apply_hamiltonian: method='native' needs a Hermitian H and a contiguous complex CPU "
                          f"state (native library: {native.status()})")

@@ -397,8 +397,9 @@ def _block_offsets(perm: tuple, wires: tuple, n: int, b: int):
     return maskH, dstoff, torch.tensor(srcoff, dtype=torch.int64)
 
 
-def pairs_usable(state: torch.Tensor) -> bool:
-    """Whether :func:`expval_pairs` runs on this state (any size: one call does every group)."""
+def runs_on(state: torch.Tensor) -> bool:
+    """Whether the kernels that take only a state and their own tables (:func:`expval_pairs`,
+    :func:`diagonal_expval`, :func:`abs2`, :func:`bit_sums`, …) run on it, at any size."""
     return _plain_cpu_state(state) and library() is not None
 
 
@@ -419,7 +420,7 @@ def expval_pairs(state: torch.Tensor, groups, n_obs: int) -> torch.Tensor:
 
 def diagonal_expval(state: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
     """Σ_i |ψ[b, i]|² table[o, i] as (B, n_obs) float64, for a real contiguous ``table`` (n_obs, N)
-    of the state's real dtype (see :func:`pairs_usable`)."""
+    of the state's real dtype (see :func:`runs_on`)."""
     B, N = state.shape
     out = torch.empty(B, table.shape[0], dtype=torch.float64)
     fn = _kernel("tql_diag_expval", state.dtype)
@@ -435,11 +436,6 @@ def diagonal_expval_grad(state: torch.Tensor, weights: torch.Tensor, table: torc
     fn = _kernel("tql_diag_expval_grad", state.dtype)
     fn(state.data_ptr(), w.data_ptr(), B, N, table.shape[0], table.data_ptr(), out.data_ptr(), torch.get_num_threads())
     return out
-
-
-def runs_on(state: torch.Tensor) -> bool:
-    """Whether the kernels that take only a state (:func:`abs2`, :func:`bit_sums`) run on it."""
-    return _plain_cpu_state(state) and library() is not None
 
 
 def abs2(state: torch.Tensor) -> torch.Tensor:

@@ -461,7 +461,9 @@ def test_permutation_gates_on_the_last_wires_take_the_native_kernel(gate, wires,
 @pytest.mark.parametrize("gate,wires", [
     ("CNOT", (8, 9)), ("CNOT", (9, 8)), ("CNOT", (7, 8)), ("CNOT", (2, 3)),      # span rows of 32-512 bytes
     ("CNOT", (5, 11)), ("CNOT", (11, 0)), ("CNOT", (9, 10)), ("SWAP", (9, 11)),  # the last line's wires with others
-    ("CCX", (0, 10, 11)), ("CCX", (11, 4, 9)), ("CSWAP", (1, 9, 11)), ("SWAP", (0, 1))])
+    ("CCX", (0, 10, 11)), ("CCX", (11, 4, 9)), ("CSWAP", (1, 9, 11)), ("SWAP", (0, 1)),
+    # controls in the last line, targets above it: blends alone, two lines or four a block
+    ("CNOT", (10, 6)), ("CCX", (11, 10, 0)), ("CCX", (11, 3, 0)), ("CSWAP", (11, 0, 1))])
 def test_permutation_gates_on_every_row_length(gate, wires, dtype):
     """Each path of a permutation gate (span rows, prefetching row copies, line blocks with one,
     two or more patterns, blends across registers) against NumPy slices."""
@@ -536,6 +538,11 @@ def test_outputs_written_around_the_caches(dtype):
         got = native.permute_local(psi, (0, 3, 2, 1), (0, n - 1), n)
         reverse = torch.eye(4, dtype=torch.complex128)[[0, 3, 2, 1]].to(dtype)
         torch.testing.assert_close(got, _torch_gate(psi, reverse, (0, n - 1), n), atol=0, rtol=0)
+        # CSWAP(n - 1, 0, 1): blends of four lines a block
+        cswap = (0, 1, 2, 3, 4, 6, 5, 7)
+        got = native.permute_local(psi, cswap, (n - 1, 0, 1), n)
+        torch.testing.assert_close(got, _torch_gate(psi, torch.eye(8, dtype=torch.complex128)[list(cswap)].to(dtype),
+                                                    (n - 1, 0, 1), n), atol=0, rtol=0)
         for wires in ((0, 1), (1, 0), (n // 2, n // 2 + 1), (n - 8, n - 7)):
             # span rows: whole-row segments, prefetched rows of at most 16 KiB
             got = A.apply_permutation_unchecked(psi, (0, 1, 3, 2), wires, n)

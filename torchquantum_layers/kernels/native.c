@@ -644,6 +644,7 @@ typedef struct {
      * is above them: CNOT(n-1, 0)): each output register blends two registers anywhere, whose
      * 8-byte-unit offsets from the block's base are reg[jh][h]; `from` picks the second */
     int anywhere;
+    int blend_only;       /* ... and every lane keeps its place: a blend alone (a control low, the targets high) */
     int64_t reg[64][2][2];
     VECTOR_CODE(__m256i lane[64][2]; __m256 from[64][2];)
 } tql_line_perms;
@@ -658,6 +659,7 @@ static int line_perms(const int64_t *srcoff, int64_t KH, tql_line_perms *lp) {
         lp->anywhere |= src < 0 || src >= 8;
     }
     lp->single = !lp->anywhere;
+    lp->blend_only = lp->anywhere;
     for (int64_t jh = 0; jh < KH; ++jh) {
         const int64_t *o = srcoff + 8 * jh, base = o[0] & ~(int64_t)7;
         int32_t lane[8], from[8];
@@ -674,6 +676,7 @@ static int line_perms(const int64_t *srcoff, int64_t KH, tql_line_perms *lp) {
                     if (reg != r0 && reg != r1) return 0;          /* three source registers */
                     second = reg != r0;
                 }
+                lp->blend_only &= (src & 3) == l;
                 lane[2 * l] = (int32_t)(2 * (src & 3));
                 lane[2 * l + 1] = (int32_t)(2 * (src & 3) + 1);
                 from[2 * l] = from[2 * l + 1] = second ? -1 : 0;
@@ -712,7 +715,12 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
     /* lanes from two lines: the registers' blends only where they can stream (CNOT(n-1, 0), (n-1, 3),
      * (n-2, 1) at 2^22-2^24, interleaved in one process, two runs: 1.15-1.84 -> 0.84-1.57 clones);
      * in smaller states they lost to the scalar loop (2^20 complex128: 1.2-1.4 -> 1.8-1.9) */
-    if (by_registers && lp.anywhere && !stream) by_registers = 0;
+    /* ... except blends alone (every lane in place: a control low, the targets above the line),
+     * complex64 at any size: CNOT(n-1, 0), CNOT(n-2, n/2), CCX(n-1, n-2, 0) at 2^20, interleaved
+     * in one process, 2.2-2.6 -> 1.25-1.5 clones; CCX(n-1, 3, 0), CSWAP(n-1, 0, 1) 2.1-2.6 -> 1.5 (at
+     * 2^18 2.9 -> 2.1; complex128's scalar loop below 32 MiB won against them, 1.1-1.3 vs 1.2-2.3) */
+    const int blend = by_registers && lp.blend_only && KH <= 8 && (esize == 8 || stream);
+    if (by_registers && lp.anywhere && !stream && !blend) by_registers = 0;
     BLOCK_CHUNKS(esize,
         const char *sb = in + bt * N * esize;
         char *db = out + bt * N * esize;
@@ -723,7 +731,65 @@ void tql_permute_blocks(const char *restrict in, char *restrict out, int64_t bat
             VECTOR_CODE(
             const int64_t *restrict s = (const int64_t *)sb;
             int64_t *restrict d = (int64_t *)db;
-            if (lp.anywhere) {
+            if (blend && KH == 2) {
+                /* (one high wire: every offset and mask in a register; the loop below, which
+                 * reads them per line, took 1.5 clones here against 1.25) */
+                const int64_t r000 = lp.reg[0][0][0], r001 = lp.reg[0][0][1], r010 = lp.reg[0][1][0], r011 = lp.reg[0][1][1];
+                const int64_t r100 = lp.reg[1][0][0], r101 = lp.reg[1][0][1], r110 = lp.reg[1][1][0], r111 = lp.reg[1][1][1];
+                const int64_t d1 = u * dstoff[1];
+                const __m256 f00 = lp.from[0][0], f01 = lp.from[0][1], f10 = lp.from[1][0], f11 = lp.from[1][1];
+                for (int64_t c = c0; c < c1; ++c) {
+                    const int64_t *x = s + u * i;
+                    int64_t *y = d + u * i;
+                    if (prefetch) {
+                        const int64_t *xa = s + u * ia;
+                        __builtin_prefetch(xa + r000, 0, 3); __builtin_prefetch(xa + r001, 0, 3);
+                        __builtin_prefetch(d + u * ia, 1, 3); __builtin_prefetch(d + u * ia + d1, 1, 3);
+                    }
+                    const __m256 y00 = _mm256_blendv_ps(_mm256_loadu_ps((const float *)(x + r000)), _mm256_loadu_ps((const float *)(x + r001)), f00);
+                    const __m256 y01 = _mm256_blendv_ps(_mm256_loadu_ps((const float *)(x + r010)), _mm256_loadu_ps((const float *)(x + r011)), f01);
+                    const __m256 y10 = _mm256_blendv_ps(_mm256_loadu_ps((const float *)(x + r100)), _mm256_loadu_ps((const float *)(x + r101)), f10);
+                    const __m256 y11 = _mm256_blendv_ps(_mm256_loadu_ps((const float *)(x + r110)), _mm256_loadu_ps((const float *)(x + r111)), f11);
+                    PUT_f32(stream, (float *)y, y00);
+                    PUT_f32(stream, (float *)(y + 4), y01);
+                    PUT_f32(stream, (float *)(y + d1), y10);
+                    PUT_f32(stream, (float *)(y + d1 + 4), y11);
+                    i = ((i | fixed) + 1) & ~fixed;
+                    ia = ((ia | fixed) + 1) & ~fixed;
+                }
+            } else if (blend) {
+                /* offsets and masks copied out of lp, compact: the permute-and-blend loop below
+                 * reading them there took 2.1-2.6 clones */
+                int64_t off[8][4], dst8[8];
+                __m256 msk[8][2];
+                for (int64_t jh = 0; jh < KH; ++jh) {
+                    for (int h = 0; h < 2; ++h) {
+                        off[jh][2 * h] = lp.reg[jh][h][0]; off[jh][2 * h + 1] = lp.reg[jh][h][1];
+                        msk[jh][h] = lp.from[jh][h];
+                    }
+                    dst8[jh] = u * dstoff[jh];
+                }
+                for (int64_t c = c0; c < c1; ++c) {
+                    const int64_t *x = s + u * i;
+                    int64_t *y = d + u * i;
+                    if (prefetch) {
+                        const int64_t *xa = s + u * ia;
+                        for (int64_t jh = 0; jh < KH; ++jh) {
+                            __builtin_prefetch(xa + dst8[jh], 0, 3);
+                            __builtin_prefetch(d + u * ia + dst8[jh], 1, 3);
+                        }
+                    }
+                    for (int64_t jh = 0; jh < KH; ++jh) {
+                        const int64_t *o = off[jh];
+                        const __m256 y0 = _mm256_blendv_ps(_mm256_loadu_ps((const float *)(x + o[0])), _mm256_loadu_ps((const float *)(x + o[1])), msk[jh][0]);
+                        const __m256 y1 = _mm256_blendv_ps(_mm256_loadu_ps((const float *)(x + o[2])), _mm256_loadu_ps((const float *)(x + o[3])), msk[jh][1]);
+                        PUT_f32(stream, (float *)(y + dst8[jh]), y0);
+                        PUT_f32(stream, (float *)(y + dst8[jh] + 4), y1);
+                    }
+                    i = ((i | fixed) + 1) & ~fixed;
+                    ia = ((ia | fixed) + 1) & ~fixed;
+                }
+            } else if (lp.anywhere) {
                 for (int64_t c = c0; c < c1; ++c) {
                     for (int64_t jh = 0; jh < KH; ++jh) {
                         PREFETCH_LINES(s + u * ia + lp.reg[jh][0][0], d + u * (ia + dstoff[jh]))

@@ -237,8 +237,7 @@ class _ZOfEveryWire(torch.autograd.Function):
     def forward(ctx, state):
         ctx.save_for_backward(state)
         if native.runs_on(state):
-            sums = native.bit_sums(state)
-            return (sums[:, :1] - 2 * sums[:, 1:].flip(1)).to(state.real.dtype)
+            return (native.bit_sums(state) @ native.z_of_bit_sums(n_wires_of(state))[:, 1:]).to(state.real.dtype)
         p = _abs2(state)
         B, n = p.shape[0], n_wires_of(state)
         total = p.sum(dim=1)
@@ -254,8 +253,7 @@ class _ZOfEveryWire(torch.autograd.Function):
         state, = ctx.saved_tensors
         B, n = grad.shape
         if native.runs_on(state) and not torch.is_grad_enabled():
-            weights = torch.cat([grad.sum(dim=1, keepdim=True), -2 * grad.flip(1)], dim=1)
-            return native.bit_sums_grad(state, weights)
+            return native.bit_sums_grad(state, grad.to(torch.float64) @ native.z_of_bit_sums(n)[:, 1:].T)
         # z_w(i) = 1 − 2 bit_w(i): Σ_w g_w z_w built one wire (index bit) at a time, by torch ops
         # (so a graph of the gradient is there when one is asked for)
         d = grad.sum(dim=1, keepdim=True)

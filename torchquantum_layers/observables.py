@@ -1161,15 +1161,12 @@ class _NativeBitSums(torch.autograd.Function):
 
 
 def _bit_coefficients(diag, n_obs: int, n: int) -> torch.Tensor:
-    """(n + 1, n_obs) float64 C with ⟨O_o⟩ = Σ_j S_j C[j, o] for the native bit sums S (S_0 = Σ|ψ|²,
-    S_{1+k} = the part with index bit k set): a constant c adds c to row 0, c Z_w adds c to row 0
-    and −2c to row 1 + (n − 1 − w), as ⟨Z_w⟩ = S_0 − 2 S_{1+k}."""
-    coef = torch.zeros(n + 1, n_obs, dtype=torch.float64)
+    """(n + 1, n_obs) float64 C with ⟨O_o⟩ = Σ_j S_j C[j, o] for the native bit sums S: the
+    observables' weights on [1, Z_0, …, Z_{n−1}] mapped by ``native.z_of_bit_sums``."""
+    weights = torch.zeros(n + 1, n_obs, dtype=torch.float64)
     for o, z, c in diag:
-        coef[0, o] += c
-        if z:
-            coef[1 + n - z.bit_length(), o] -= 2 * c
-    return coef
+        weights[z.bit_length(), o] += c          # z: 0 (a constant) or the bit of wire w (row 1 + w)
+    return native.z_of_bit_sums(n) @ weights
 
 
 def _grad_mode(state) -> bool:

@@ -490,6 +490,17 @@ def bit_sums(state: torch.Tensor) -> torch.Tensor:
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def z_of_bit_sums(n: int) -> torch.Tensor:
+    """(n + 1, n + 1) float64 M with [Σ|ψ|², ⟨Z_0⟩, …, ⟨Z_{n−1}⟩] = :func:`bit_sums` @ M, as
+    ⟨Z_w⟩ = S_0 − 2 S_{1+k} for wire w's index bit k = n − 1 − w (shared: do not modify)."""
+    m = torch.zeros(n + 1, n + 1, dtype=torch.float64)
+    m[0] = 1
+    w = torch.arange(n)
+    m[1 + (n - 1 - w), 1 + w] = -2
+    return m
+
+
 def bit_sums_grad(state: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """The gradient (torch's convention) of Σ_b Σ_j weights[b, j] · :func:`bit_sums`[b, j] w.r.t. ψ:
     2 ψ[b, i] (weights[b, 0] + Σ over i's set bits k of weights[b, 1 + k])."""

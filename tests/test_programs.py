@@ -285,6 +285,72 @@ def test_wide_registers_run_as_passes_of_tiled_programs(monkeypatch):
                 assert position[id(op)] < position[id(later)]
 
 
+@pytest.mark.parametrize("with_input", [False, True], ids=["shared", "per-sample"])
+def test_passes_after_the_first_overwrite_their_own_output_when_nothing_is_differentiated(with_input, dtype, atol,
+                                                                                         monkeypatch):
+    """Without a graph, every pass of tiled programs but the first writes over the previous
+    pass's output (one state less, no allocation): the result is the dense oracle's, the caller's
+    state is untouched; with a graph every pass writes a new tensor."""
+    from torchquantum_layers.kernels import native
+    monkeypatch.setattr(P, "MAX_ROW_BYTES", 2 ** 7)         # tiles of 4 (complex64) / 3 bits: several passes
+    n, B = 7, 3
+    rng = np.random.default_rng(11 + with_input)
+    c, ops = tql.Circuit(n, dtype=dtype), []
+    x = torch.as_tensor(rng.uniform(-2, 2, size=(B, n)), dtype=REAL[dtype])
+    for w in range(n):
+        if with_input:
+            c.ry(w, input=w)
+            ops.append(("RY", (w,), (x[:, w].double().numpy(),)))
+        t = float(rng.uniform(-3, 3))
+        c.rx(w, t)
+        ops.append(("RX", (w,), (t,)))
+    for layer in range(2):
+        for w in range(n):
+            c.cnot(w, (w + 1) % n)
+            ops.append(("CNOT", (w, (w + 1) % n), ()))
+        for w in range(n):
+            t = float(rng.uniform(-3, 3))
+            c.rz(w, t)
+            ops.append(("RZ", (w,), (t,)))
+    assert sum(s.kind == "program" for s in build_plan(c, layout=True, zero_start=False,
+                                                       local_programs=True).steps) > 2
+    psi = torch.as_tensor(oracle.random_state(n, rng, batch=B), dtype=dtype)
+    before = psi.clone()
+    flags = []
+    real = native.run_program
+
+    def spy(state, *args, in_place=False, **kwargs):
+        flags.append(in_place)
+        return real(state, *args, in_place=in_place, **kwargs)
+    monkeypatch.setattr(native, "run_program", spy)
+    with torch.no_grad():
+        out = c(x if with_input else None, state=psi)
+    assert flags[0] is False and len(flags) > 2 and all(flags[1:])
+    np.testing.assert_allclose(_np(out), oracle.run_ops(ops, n, _np(psi)), atol=atol)
+    assert torch.equal(psi, before)
+    flags.clear()
+    c.rz(0, trainable=True)
+    out_graph = c(x if with_input else None, state=psi)
+    assert out_graph.grad_fn is not None and flags and not any(flags)
+    assert torch.equal(psi, before)
+
+
+def test_a_program_run_in_place_is_the_program_run_out_of_place(dtype):
+    from torchquantum_layers.kernels import native
+    _, program, shared, batched, psi = _random_case(6, 3, 21, 17, dtype)
+    args = (shared, batched, program.code, program.perms, program.bits)
+    kw = dict(phases=program.phase_tables(dtype)[0])
+    want = native.run_program(psi, *args, **kw)
+    work = psi.clone()
+    got = native.run_program(work, *args, **kw, in_place=True)
+    assert got.data_ptr() == work.data_ptr()
+    torch.testing.assert_close(got, want, atol=0, rtol=0)
+    with pytest.raises(ValueError, match="in place needs a contiguous state of 3 rows"):
+        native.run_program(psi[:1].clone(), *args, **kw, in_place=True)      # one row read by 3 samples
+    with pytest.raises(ValueError, match="contiguous: False"):
+        native.run_program(psi.repeat(1, 2)[:, ::2], *args, **kw, in_place=True)
+
+
 def _apply_on_wires(state, u, wires, n):
     """u (2^k x 2^k) on ``wires`` of (B, 2^n) states, by a tensor contraction (no 2^n matrix)."""
     B, k = state.shape[0], len(wires)

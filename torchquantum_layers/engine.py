@@ -592,7 +592,11 @@ def run_circuit(circuit, state, x=None, weights=None, fuse=None, tables=None, pr
         tables = single_wire_tables(circuit, plan, x, weights)
     extras = extra_slot_tables(circuit, plan, x, weights) if plan.extra_groups and not prepared else None
     built = shared_block_matrices(plan, tables)
+    # True while ``state`` is the output of this run's last program pass, which nothing else has
+    # seen: the next pass may overwrite it (never the caller's state, a prefix, another kernel's)
+    owned = False
     for step in plan.steps:
+        reused, owned = owned, False
         if step.kind == "prefix":
             state = prefix_state(circuit, step, x, tables)
         elif step.kind == "single":
@@ -604,7 +608,8 @@ def run_circuit(circuit, state, x=None, weights=None, fuse=None, tables=None, pr
             state = relayout(state, step.order, step.target)
         elif step.kind == "program":
             mats = prepared[id(step)] if prepared else program_matrices(circuit, step, tables, extras)
-            state = programs.run(state, *mats, step.program, unitary=True)      # gates' matrices
+            state = programs.run(state, *mats, step.program, unitary=True, reuse=reused)  # gates' matrices
+            owned = state.grad_fn is None and state.stride(0) != 0      # (not a graph's, not a broadcast row)
         else:
             m, wires = oriented_matrix(step, step_matrix(circuit, step, x, weights, tables, built))
             state = apply_dense_step(step, state, m, wires, n)

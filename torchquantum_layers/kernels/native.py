@@ -561,15 +561,23 @@ def _all_bits(n):
 
 
 def run_program(state: torch.Tensor, shared, batched, code: torch.Tensor, perms: torch.Tensor,
-                bits: int, checkpoints=None, save=None, phases=None, active=None) -> torch.Tensor:
+                bits: int, checkpoints=None, save=None, phases=None, active=None, in_place=False) -> torch.Tensor:
     """The local program ``code`` (see program.c) on every chunk of 2^bits amplitudes of a plain
     CPU state: ``shared`` (G, 2, 2) matrices, ``batched`` (B, Gb, 2, 2) ones per sample (or None).
     A state of one row with B sets of ``batched`` gives B rows (the row is read, not copied).
     ``checkpoints`` (K, B, N) receives the state after each op k with ``save[k]`` >= 0;
     ``phases``: the monomials' phase tables, of the state's dtype. ``active``: the index bits the
-    program acts on (ascending; default all), each other value of the rest being one chunk."""
+    program acts on (ascending; default all), each other value of the rest being one chunk.
+    ``in_place``: the result overwrites ``state`` (contiguous, as many rows as the result), which
+    is returned."""
     rows = state.shape[0] if batched is None else batched.shape[0]
-    out = torch.empty(rows, state.shape[1], dtype=state.dtype)
+    if in_place:
+        if not state.is_contiguous() or state.shape[0] != rows:
+            raise ValueError(f"run_program: in place needs a contiguous state of {rows} rows, got "
+                             f"{tuple(state.shape)} (contiguous: {state.is_contiguous()})")
+        out = state
+    else:
+        out = torch.empty(rows, state.shape[1], dtype=state.dtype)
     chunks, sh, ba, stride, shift = _program_operands(out, shared, batched, bits)
     n_total, active = _tile(state, bits, active)
     fn = _kernel("tql_program", state.dtype)

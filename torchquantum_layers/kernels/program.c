@@ -712,10 +712,12 @@ static void end_thread(void *scratch, double *gram, double *acc, int64_t n_slots
 
 /* out = the program applied to every chunk (tile) of in; in holds in_rows rows, repeated (a state
  * of one sample broadcast over per-sample matrices is read in place, not copied B times).
+ * out may be in itself (in_rows then the rows of out): each chunk is read whole before any of it
+ * is written, and chunks are disjoint (hence no restrict on the two).
  * ckpt (optional): the state after op k is kept in checkpoint save[k] (>= 0), laid out as
  * (checkpoints, chunks, 2^nb), for the checkpointed backward below. */
 #define DEF_PROGRAM(NAME, T, SUF) \
-void NAME(const T *restrict in, int64_t in_rows, T *restrict out, int64_t chunks, int64_t nb, int64_t n_total, \
+void NAME(const T *in, int64_t in_rows, T *out, int64_t chunks, int64_t nb, int64_t n_total, \
           const int64_t *restrict active, int64_t n_code, \
           const int64_t *restrict code, const T *restrict shared, const T *restrict batched, int64_t stride, \
           int64_t shift, const int32_t *restrict perms, const T *restrict phases, T *restrict ckpt, \
@@ -732,7 +734,7 @@ void NAME(const T *restrict in, int64_t in_rows, T *restrict out, int64_t chunks
             const int64_t at = tile_offset(&tl, c); \
             const int64_t row = c / tl.n_tiles, src = (row % in_rows) * tl.row_len + (at - row * tl.row_len); \
             T *home = runs ? scratch + 2 * len : out + 2 * at, *cur = home, *spare = scratch; \
-            tile_load(cur, in + 2 * src, &tl, 2 * sizeof(T)); \
+            if (cur != in + 2 * src) tile_load(cur, in + 2 * src, &tl, 2 * sizeof(T)); \
             const T *own = batched + (c >> shift) * stride; \
             for (int64_t k = 0; k < n_code; ++k) { \
                 const int64_t *op = code + 3 * k; \

@@ -256,20 +256,25 @@ class _Run(torch.autograd.Function):
         return g_in, g_shared if needs[1] else None, g_batched if needs[2] else None, None, None
 
 
-def run(state: torch.Tensor, shared: torch.Tensor, batched, program: Program, unitary: bool = False) -> torch.Tensor:
+def run(state: torch.Tensor, shared: torch.Tensor, batched, program: Program, unitary: bool = False,
+        reuse: bool = False) -> torch.Tensor:
     """``program`` on every row of ``state``: shared slot matrices ``shared`` (G, 2, 2), per-sample
     ones ``batched`` (B, Gb, 2, 2) or None; differentiable in all three. ``unitary``: the slot
     matrices are unitary functions of real angles (the engine's), so their gradients need only
     be right along the unitary directions (``native.program_grad``): a quarter of the Gram work
-    less."""
+    less. ``reuse``: the caller owns ``state`` and needs it no more, so where nothing is
+    differentiated the result may overwrite it (one state less in memory, no allocation)."""
     rows = state.shape[0]
+    given = state
     state = _operands(state, batched)
     inputs = (state, shared) if batched is None else (state, shared, batched)
     if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
         out = _Run.apply(state, shared, batched, program, unitary)
     else:
+        in_place = reuse and state is given and (batched is None or batched.shape[0] == rows)
         out = native.run_program(state, shared, batched, program.code, program.perms, program.bits,
-                                 phases=program.phase_tables(state.dtype)[0], active=program.active)
+                                 phases=program.phase_tables(state.dtype)[0], active=program.active,
+                                 in_place=in_place)
     return out.expand(rows, -1) if out.shape[0] < rows else out
 
 

@@ -443,8 +443,8 @@ def test_tables_past_the_cache_cap_are_rebuilt(kind, dtype, device, atol):
 def test_loop_layouts_batch_minor_rotation_and_flip(n, dtype, monkeypatch):
     """The no-grad loop paths in all their layouts: batch first or innermost (B >= 8), the wire
     order rotated by n/2 (forced here on small n), slices or one flip per group; expval and H·ψ."""
-    monkeypatch.setattr(obsmod, "_ROTATE_MIN_WIRES", 8)
-    monkeypatch.setattr(obsmod, "_ROTATION_COST", 0.0)
+    monkeypatch.setattr(obsmod.layouts, "_ROTATE_MIN_WIRES", 8)
+    monkeypatch.setattr(obsmod.layouts, "_ROTATION_COST", 0.0)
     rng = np.random.default_rng(n)
     terms = [(rng.normal(), "".join(rng.choice(list("IXYZ"), n))) for _ in range(16)]
     terms += [(0.3, "X" * n), (0.2, "I" * (n - 2) + "XY"), (-0.4, "Y" + "I" * (n - 2) + "X"),
@@ -454,9 +454,9 @@ def test_loop_layouts_batch_minor_rotation_and_flip(n, dtype, monkeypatch):
     m, m2, mc = dense_terms(terms, n), dense_terms(terms[:6], n), dense_terms(terms + extra, n)
     plan = h.compile(n, dtype, "cpu")
     assert len({g.rot for g in plan.groups}) >= 2
-    assert any(len(g.layouts[g.rot].xprime_pos) > obsmod._MAX_SLICE_BITS for g in plan.groups)
+    assert any(len(g.layouts[g.rot].xprime_pos) > obsmod.layouts._MAX_SLICE_BITS for g in plan.groups)
     tol = 200 * ATOL[dtype]
-    for B in (1, obsmod._BATCH_MINOR_MIN + 1):
+    for B in (1, obsmod.layouts._BATCH_MINOR_MIN + 1):
         psi = random_state_np(n, B, rng)
         state = to_t(psi, dtype, "cpu")
         np.testing.assert_allclose(_np(expectation(state, h, method="loop")), ref_expval(psi, m), atol=tol)
@@ -640,7 +640,8 @@ def test_single_wire_z_readout_by_bit_sums_matches_bitstrings(batch, dtype):
     """⟨Z_w⟩ on every wire plus a constant-and-single-Z sum, through the native bit sums (no
     (n_obs, 2^n) table built): values, gradients, H·ψ and a second derivative against sums over
     bitstrings, on 2^13 amplitudes (several chunks; the bits above and inside a chunk) and 2^3."""
-    from torchquantum_layers.observables import _as_observable, _multi_plan
+    from torchquantum_layers.observables.evaluate import _multi_plan
+    from torchquantum_layers.observables.hamiltonian import _as_observable
     for n in (3, 13):
         rng = np.random.default_rng(batch + n)
         obs = [PauliString(f"Z{w}") for w in range(n)] + [Hamiltonian.from_string("0.5*Z2 - 0.3 + 1.25*Z0")]

@@ -13,7 +13,8 @@ from typing import Optional
 
 import torch
 
-from .observables import DENSE_MAX_WIRES, Hamiltonian, PauliString, _popcount, apply_hamiltonian
+from .observables import DENSE_MAX_WIRES, Hamiltonian, PauliString, apply_hamiltonian
+from .observables.pauli import _popcount
 
 __all__ = ["ground_state", "spectrum", "DENSE_EIGH_MAX_WIRES"]
 

@@ -294,7 +294,7 @@ def _expval_tables(hams, n, dtype, device):
 
 
 def _observables(obs, what):
-    from ..observables import _as_observable
+    from ..observables.hamiltonian import _as_observable
     single = not isinstance(obs, (list, tuple))
     hams = [_as_observable(obs, what)] if single else [_as_observable(o, what) for o in obs]
     if not hams:
@@ -303,7 +303,7 @@ def _observables(obs, what):
 
 
 def _check_observables(hams, n, what):
-    from ..observables import _check_fits, _require_hermitian
+    from ..observables.hamiltonian import _check_fits, _require_hermitian
     for i, h in enumerate(hams):
         _check_fits(h, n, what, "" if len(hams) == 1 else f" (observable {i})")
     _require_hermitian(hams, what)
@@ -331,7 +331,8 @@ def expectation(rho, obs, shots: Optional[int] = None, generator: Optional[torch
 
 
 def _shot_expectation(rho, hams, n, shots, generator):
-    from ..observables import PauliString, _rotation, qwc_groups
+    from ..observables import PauliString, qwc_groups
+    from ..observables.shots import _rotation
     if isinstance(shots, bool) or not isinstance(shots, numbers.Integral) or shots < 1:
         raise ValueError(f"expectation: shots must be a positive int, got {shots!r}")
     if generator is not None and torch.device(generator.device).type != rho.device.type:

@@ -3,7 +3,9 @@
 * :mod:`.problems` — :class:`Problem` builders (MaxCut, independent set, vertex cover, clique,
   number partitioning, graph colouring, TSP, portfolio, QUBO / Ising) and :func:`exact_solution`.
 * :mod:`.qaoa` — :func:`qaoa` / :class:`QAOA`: many (γ, β) starts (and several graphs of one size)
-  in one batch, differentiable; angle initialisations and result analysis.
+  in one batch, differentiable; result analysis. Its in-place adjoint engine is :mod:`.qaoa_adjoint`.
+* :mod:`.angles` — initial angles (linear ramp, fixed angles, INTERP, random); :mod:`.training` —
+  :func:`optimize`, all starts at once.
 * :mod:`.graphs` — edge-list / networkx graph validation and seeded random regular graphs.
 
 Sign convention: every problem's cost is MINIMISED; maximisation objectives (cut, set weight) are
@@ -13,9 +15,10 @@ from .graphs import Graph, as_graph, complete_graph, cycle_graph, random_regular
 from .problems import (MAX_EXACT_QUBITS, ExactSolution, Problem, bits_of, exact_solution, from_ising,
                        from_qubo, graph_coloring, graph_colouring, index_of, max_clique,
                        max_independent_set, maxcut, min_vertex_cover, number_partitioning, portfolio, tsp)
-from .qaoa import (FIXED_ANGLES_3REGULAR, MIXERS, QAOA, MultiStartQAOA, QAOAResult, fixed_angles, interp,
-                   join_angles, linear_ramp, optimize, perturb, qaoa, qaoa_circuit, random_angles,
-                   split_angles)
+from .angles import (FIXED_ANGLES_3REGULAR, fixed_angles, interp, join_angles, linear_ramp, perturb,
+                     random_angles, split_angles)
+from .qaoa import MIXERS, QAOA, MultiStartQAOA, QAOAResult, qaoa, qaoa_circuit
+from .training import optimize
 
 __all__ = ["Graph", "as_graph", "complete_graph", "cycle_graph", "random_regular_graph", "Problem",
            "ExactSolution", "exact_solution", "maxcut", "max_independent_set", "min_vertex_cover",

@@ -1,7 +1,8 @@
 """Combinatorial optimisation: problem Hamiltonians and batched QAOA.
 
-* :mod:`.problems` — :class:`Problem` builders (MaxCut, independent set, vertex cover, clique,
-  number partitioning, graph colouring, TSP, portfolio, QUBO / Ising) and :func:`exact_solution`.
+* :mod:`.problems` — :class:`Problem` and :func:`exact_solution`; its builders are in
+  :mod:`.graph_problems` (MaxCut, independent set, vertex cover, clique, graph colouring) and
+  :mod:`.numeric_problems` (number partitioning, TSP, portfolio, QUBO / Ising).
 * :mod:`.qaoa` — :func:`qaoa` / :class:`QAOA`: many (γ, β) starts (and several graphs of one size)
   in one batch, differentiable; result analysis. Its in-place adjoint engine is :mod:`.qaoa_adjoint`.
 * :mod:`.angles` — initial angles (linear ramp, fixed angles, INTERP, random); :mod:`.training` —
@@ -12,9 +13,11 @@ Sign convention: every problem's cost is MINIMISED; maximisation objectives (cut
 negated in the cost and reported in natural units by ``Problem.objective``.
 """
 from .graphs import Graph, as_graph, complete_graph, cycle_graph, random_regular_graph
-from .problems import (MAX_EXACT_QUBITS, ExactSolution, Problem, bits_of, exact_solution, from_ising,
-                       from_qubo, graph_coloring, graph_colouring, index_of, max_clique,
-                       max_independent_set, maxcut, min_vertex_cover, number_partitioning, portfolio, tsp)
+from .bitstrings import bits_of, index_of
+from .problems import MAX_EXACT_QUBITS, ExactSolution, Problem, exact_solution
+from .graph_problems import (graph_coloring, graph_colouring, max_clique, max_independent_set, maxcut,
+                             min_vertex_cover)
+from .numeric_problems import from_ising, from_qubo, number_partitioning, portfolio, tsp
 from .angles import (FIXED_ANGLES_3REGULAR, fixed_angles, interp, join_angles, linear_ramp, perturb,
                      random_angles, split_angles)
 from .qaoa import MIXERS, QAOA, MultiStartQAOA, QAOAResult, qaoa, qaoa_circuit

@@ -1,6 +1,6 @@
 """Graphs for the optimisation problems: edge lists with weights, or networkx graphs (optional).
 
-Every builder in :mod:`torchquantum_layers.optimization.problems` takes a graph through
+Every builder in :mod:`torchquantum_layers.optimization.graph_problems` takes a graph through
 :func:`as_graph`, which returns a :class:`Graph` (number of nodes, ``(m, 2)`` edges with ``u < v``,
 ``(m,)`` float64 weights) after validating it:
 

@@ -308,29 +308,60 @@ static void gather_##SUF(T *restrict y, const T *restrict x, const int32_t *rest
 #define DIAG_KIND(k) ((k) == 3 || (k) == 4)
 #define DIAG_INDEX(i, b0, b1) (((((i) >> (b0)) & 1) << 1) | (((i) >> (b1)) & 1))
 /* Two-wire diagonal slots (RZZ, CP, CRZ, ...): bits packed as (b0 << 8) | b1, b0 the local */
-/* index's high bit; d: the four diagonal entries. x[i] *= d[k(i)] (conj(d) when conj). */
+/* index's high bit; d: the four diagonal entries. x[i] *= d[k(i)] (conj(d) when conj). The */
+/* vector loops run over stretches where the packed bits above the register are constant (h): */
+/* the entry of each lane is then fixed, and one pair of Gram accumulators per h suffices. */
 #define DEF_DIAG_KERNELS(SUF, T) \
+VECTOR_CODE( \
+/* the stretch length and the masks of the packed bits above the register */ \
+static int64_t diag_run_##SUF(int b0, int b1, int64_t len, int64_t *m0, int64_t *m1) { \
+    *m0 = b0 >= LOG_LANES_##SUF ? (int64_t)1 << b0 : 0; \
+    *m1 = b1 >= LOG_LANES_##SUF ? (int64_t)1 << b1 : 0; \
+    if (*m0 && *m1) return *m0 < *m1 ? *m0 : *m1; \
+    return (*m0 | *m1) ? (*m0 | *m1) : len; \
+} \
+/* the lanes' entries for each h: (re, re) and (im, im) per complex, conjugated when conj */ \
+static void diag_lanes_##SUF(const T *d, int b0, int b1, int conj, T cr[4][2 * LANES_##SUF], \
+                             T ci[4][2 * LANES_##SUF]) { \
+    const T sgn = conj ? -1 : 1; \
+    for (int h = 0; h < 4; ++h) \
+        for (int l = 0; l < LANES_##SUF; ++l) { \
+            const int64_t i = (((int64_t)(h >> 1) << b0) | ((int64_t)(h & 1) << b1)) & ~(int64_t)(LANES_##SUF - 1); \
+            const T *c = d + 2 * DIAG_INDEX(i | l, b0, b1); \
+            cr[h][2 * l] = cr[h][2 * l + 1] = c[0]; \
+            ci[h][2 * l] = ci[h][2 * l + 1] = sgn * c[1]; \
+        } \
+} \
+/* S[k] += the lane sums of h's accumulators: Re g conj(x) from g*x, Im from g*swap(x) */ \
+static void diag_lane_totals_##SUF(const VEC_##SUF sD[4], const VEC_##SUF sX[4], int b0, int b1, double S[8]) { \
+    for (int h = 0; h < 4; ++h) { \
+        T dv[2 * LANES_##SUF], xv[2 * LANES_##SUF]; \
+        STORE_##SUF(dv, sD[h]); STORE_##SUF(xv, sX[h]); \
+        const int64_t i = (((int64_t)(h >> 1) << b0) | ((int64_t)(h & 1) << b1)) & ~(int64_t)(LANES_##SUF - 1); \
+        for (int l = 0; l < LANES_##SUF; ++l) { \
+            const int k = DIAG_INDEX(i | l, b0, b1); \
+            S[2 * k] += (double)dv[2 * l] + dv[2 * l + 1]; \
+            S[2 * k + 1] += (double)xv[2 * l + 1] - xv[2 * l]; \
+        } \
+    } \
+} ) \
 static void diag_##SUF(T *x, int64_t len, int64_t packed, const T *d, int conj) { \
     const int b0 = (int)(packed >> 8), b1 = (int)(packed & 255); \
     const T sgn = conj ? -1 : 1; \
     int64_t done = 0; \
     VECTOR_CODE( \
     if (len >= LANES_##SUF) { \
-        /* the lanes' entries for each value of the index bits above the register: (re, re), (im, im) */ \
         T cr[4][2 * LANES_##SUF], ci[4][2 * LANES_##SUF]; \
-        const int64_t lane_mask = LANES_##SUF - 1; \
-        for (int h = 0; h < 4; ++h) \
-            for (int l = 0; l < LANES_##SUF; ++l) { \
-                const int64_t i = (((int64_t)(h >> 1) << b0) | ((int64_t)(h & 1) << b1)) & ~lane_mask; \
-                const T *c = d + 2 * DIAG_INDEX(i | l, b0, b1); \
-                cr[h][2 * l] = cr[h][2 * l + 1] = c[0]; \
-                ci[h][2 * l] = ci[h][2 * l + 1] = sgn * c[1]; \
+        diag_lanes_##SUF(d, b0, b1, conj, cr, ci); \
+        int64_t m0, m1; \
+        const int64_t run = diag_run_##SUF(b0, b1, len, &m0, &m1); \
+        for (int64_t base = 0; base < len; base += run) { \
+            const int h = ((base & m0) ? 2 : 0) | ((base & m1) ? 1 : 0); \
+            const VEC_##SUF R = LOAD_##SUF(cr[h]), I = LOAD_##SUF(ci[h]); \
+            for (int64_t i = base; i < base + run; i += LANES_##SUF) { \
+                const VEC_##SUF X = LOAD_##SUF(x + 2 * i); \
+                STORE_##SUF(x + 2 * i, FMADDSUB_##SUF(R, X, MUL_##SUF(I, SWAP_##SUF(X)))); \
             } \
-        const int64_t m0 = b0 >= LOG_LANES_##SUF ? (int64_t)1 << b0 : 0, m1 = b1 >= LOG_LANES_##SUF ? (int64_t)1 << b1 : 0; \
-        for (int64_t i = 0; i < len; i += LANES_##SUF) { \
-            const int h = ((i & m0) ? 2 : 0) | ((i & m1) ? 1 : 0); \
-            const VEC_##SUF X = LOAD_##SUF(x + 2 * i); \
-            STORE_##SUF(x + 2 * i, FMADDSUB_##SUF(LOAD_##SUF(cr[h]), X, MUL_##SUF(LOAD_##SUF(ci[h]), SWAP_##SUF(X)))); \
         } \
         done = len; \
     } ) \
@@ -341,19 +372,78 @@ static void diag_##SUF(T *x, int64_t len, int64_t packed, const T *d, int conj) 
         x[2 * i + 1] = cr * xi + ci * xr; \
     } \
 } \
-/* acc[k] += d[k] sum over k(i) = k of g[i] conj(x[i]) (x, g after the gate; |d[k]| = 1) */ \
+/* acc[k] += d[k] S[k], S[k] = sum over k(i) = k of g[i] conj(x[i]) (x, g after the gate) */ \
+static void diag_acc_##SUF(const double S[8], const T *d, double *acc) { \
+    for (int k = 0; k < 4; ++k) { \
+        acc[2 * k] += S[2 * k] * d[2 * k] - S[2 * k + 1] * d[2 * k + 1]; \
+        acc[2 * k + 1] += S[2 * k] * d[2 * k + 1] + S[2 * k + 1] * d[2 * k]; \
+    } \
+} \
 static void gram_diag_##SUF(const T *x, const T *g, int64_t len, int64_t packed, const T *d, double *acc) { \
     const int b0 = (int)(packed >> 8), b1 = (int)(packed & 255); \
     double S[8] = {0}; \
+    VECTOR_CODE( \
+    if (len >= LANES_##SUF) { \
+        int64_t m0, m1; \
+        const int64_t run = diag_run_##SUF(b0, b1, len, &m0, &m1); \
+        VEC_##SUF sD[4], sX[4]; \
+        for (int h = 0; h < 4; ++h) sD[h] = sX[h] = ZERO_##SUF(); \
+        for (int64_t base = 0; base < len; base += run) { \
+            VEC_##SUF D = ZERO_##SUF(), E = ZERO_##SUF(); \
+            for (int64_t i = base; i < base + run; i += LANES_##SUF) { \
+                const VEC_##SUF X = LOAD_##SUF(x + 2 * i), G = LOAD_##SUF(g + 2 * i); \
+                D = FMA_##SUF(G, X, D); \
+                E = FMA_##SUF(G, SWAP_##SUF(X), E); \
+            } \
+            const int h = ((base & m0) ? 2 : 0) | ((base & m1) ? 1 : 0); \
+            sD[h] = ADD_##SUF(sD[h], D); \
+            sX[h] = ADD_##SUF(sX[h], E); \
+        } \
+        diag_lane_totals_##SUF(sD, sX, b0, b1, S); \
+        diag_acc_##SUF(S, d, acc); \
+        return; \
+    } ) \
     for (int64_t i = 0; i < len; ++i) { \
         const int k = DIAG_INDEX(i, b0, b1); \
         S[2 * k] += g[2 * i] * x[2 * i] + g[2 * i + 1] * x[2 * i + 1]; \
         S[2 * k + 1] += g[2 * i + 1] * x[2 * i] - g[2 * i] * x[2 * i + 1]; \
     } \
-    for (int k = 0; k < 4; ++k) { \
-        acc[2 * k] += S[2 * k] * d[2 * k] - S[2 * k + 1] * d[2 * k + 1]; \
-        acc[2 * k + 1] += S[2 * k] * d[2 * k + 1] + S[2 * k + 1] * d[2 * k]; \
-    } \
+    diag_acc_##SUF(S, d, acc); \
+} \
+/* the backward step of a diagonal slot in one sweep: its Gram from x, g after the gate, then */ \
+/* both un-computed (times conj(d)) */ \
+static void back_diag_##SUF(T *x, T *g, int64_t len, int64_t packed, const T *d, double *acc) { \
+    VECTOR_CODE( \
+    if (len >= LANES_##SUF) { \
+        const int b0 = (int)(packed >> 8), b1 = (int)(packed & 255); \
+        T cr[4][2 * LANES_##SUF], ci[4][2 * LANES_##SUF]; \
+        diag_lanes_##SUF(d, b0, b1, 1, cr, ci); \
+        int64_t m0, m1; \
+        const int64_t run = diag_run_##SUF(b0, b1, len, &m0, &m1); \
+        VEC_##SUF sD[4], sX[4]; \
+        for (int h = 0; h < 4; ++h) sD[h] = sX[h] = ZERO_##SUF(); \
+        for (int64_t base = 0; base < len; base += run) { \
+            const int h = ((base & m0) ? 2 : 0) | ((base & m1) ? 1 : 0); \
+            const VEC_##SUF R = LOAD_##SUF(cr[h]), I = LOAD_##SUF(ci[h]); \
+            VEC_##SUF D = ZERO_##SUF(), E = ZERO_##SUF(); \
+            for (int64_t i = base; i < base + run; i += LANES_##SUF) { \
+                const VEC_##SUF X = LOAD_##SUF(x + 2 * i), G = LOAD_##SUF(g + 2 * i), Xs = SWAP_##SUF(X); \
+                D = FMA_##SUF(G, X, D); \
+                E = FMA_##SUF(G, Xs, E); \
+                STORE_##SUF(x + 2 * i, FMADDSUB_##SUF(R, X, MUL_##SUF(I, Xs))); \
+                STORE_##SUF(g + 2 * i, FMADDSUB_##SUF(R, G, MUL_##SUF(I, SWAP_##SUF(G)))); \
+            } \
+            sD[h] = ADD_##SUF(sD[h], D); \
+            sX[h] = ADD_##SUF(sX[h], E); \
+        } \
+        double S[8] = {0}; \
+        diag_lane_totals_##SUF(sD, sX, b0, b1, S); \
+        diag_acc_##SUF(S, d, acc); \
+        return; \
+    } ) \
+    gram_diag_##SUF(x, g, len, packed, d, acc); \
+    diag_##SUF(x, len, packed, d, 1); \
+    diag_##SUF(g, len, packed, d, 1); \
 } \
 /* one slot op: kinds 0 / 2 a 2 x 2 matrix on bit a; 3 / 4 a diagonal on packed bits a; 5 / 6 a */ \
 /* controlled 2 x 2 matrix, a = (control mask << 8) | target bit */ \
@@ -372,12 +462,7 @@ static void gram_op_##SUF(const T *x, const T *g, int64_t len, const int64_t *op
     else gram_##SUF(x, g, len, (int)(op[1] & 255), m, acc, op[1] >> 8, ah); \
 } \
 static void back_op_##SUF(T *x, T *g, int64_t len, const int64_t *op, const T *m, double *acc, int ah) { \
-    if (DIAG_KIND(op[0])) { \
-        gram_diag_##SUF(x, g, len, op[1], m, acc); \
-        diag_##SUF(x, len, op[1], m, 1); \
-        diag_##SUF(g, len, op[1], m, 1); \
-        return; \
-    } \
+    if (DIAG_KIND(op[0])) { back_diag_##SUF(x, g, len, op[1], m, acc); return; } \
     T d[8]; \
     DAGGER(d, m) \
     back_##SUF(x, g, len, (int)(op[1] & 255), d, m, acc, op[1] >> 8, ah); \

@@ -312,6 +312,9 @@ def _broken():
     yield "permutation", dataclasses.replace(gates.SWAP, perm_fn=lambda k: (0, 1, 2, 3))
     yield "permutation", dataclasses.replace(gates.X, perm_fn=lambda k: (0, 0))
     yield "controlled", dataclasses.replace(gates.CRX, target=gates.RY)
+    yield "diagonal form", dataclasses.replace(gates.RYY, diagonal_form=(gates.RZZ, (gates.S, gates.H), (gates.SDG, gates.H)))
+    yield "diagonal form", dataclasses.replace(gates.RZX, diagonal_form=(gates.RZZ, (gates.H,), ()))
+    yield "diagonal form", dataclasses.replace(gates.RXX, diagonal_form=(gates.RX, (gates.H,), (gates.H,)))
     yield "unitarity", dataclasses.replace(gates.H, matrix_fn=lambda p, k, dt, data, dev:
                                            torch.ones(2, 2, dtype=dt, device=dev))
     yield "shape", dataclasses.replace(gates.RX, n_wires=2)

@@ -235,6 +235,23 @@ def assert_valid_gate(gate, n_wires=None, dtype=torch.complex128, atol=None, gen
             _close(gate, "controlled", m[d - dt:, d - dt:], u, atol, "control=1 block vs target matrix: ")
         checked.append("controlled")
 
+    if gate.diagonal_form:
+        diagonal, *per_wire = gate.diagonal_form
+        if diagonal.kind != "diagonal" or diagonal.n_params != gate.n_params or len(per_wire) != k \
+                or any(g.n_wires != 1 or g.n_params for gates in per_wire for g in gates):
+            _fail(gate, "diagonal form", "needs a diagonal gate of the same parameters and, per wire, "
+                  "fixed single-wire gates")
+        basis = eye[:1, :1]
+        for gates in per_wire:
+            w = torch.eye(2, dtype=dtype, device=device)
+            for g in gates:
+                w = g.matrix((), dtype=dtype, device=device) @ w
+            basis = torch.kron(basis, w)
+        for params, m in zip(samples, mats):
+            dm = diagonal.matrix(params, n_wires=k, dtype=dtype, device=device)
+            _close(gate, "diagonal form", basis.conj().T @ dm @ basis, m, atol, "W^dagger D W vs matrix: ")
+        checked.append("diagonal form")
+
     # -- generator and spectra ------------------------------------------------------------------
     g_np = gate.generator(k) if gate.generator_fn is not None else None
     if g_np is not None:

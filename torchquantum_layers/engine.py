@@ -30,8 +30,9 @@ from .kernels import program as programs
 DEFAULT_MAX_FUSED_WIRES = 4
 # Beside local programs (the CPU engine) the ops left over are dense multi-wire gates, which the
 # native 4 x 4 kernel applies in one pass each: 2-wire blocks beat 3- and 4-wire GEMMs there
-# (a ring of RXX on 20 qubits: 1.0-1.6 against 1.8-2.5 clones per gate; ISWAP 0.9-1.3 against
-# 1.8-2.0; 12-16 qubits: 2-3.5 x), wider gates still get blocks as wide as they are.
+# (a ring of RXX, measured before it became a program's diagonal slot, on 20 qubits: 1.0-1.6
+# against 1.8-2.5 clones per gate; ISWAP 0.9-1.3 against 1.8-2.0; 12-16 qubits: 2-3.5 x), wider
+# gates still get blocks as wide as they are.
 PROGRAM_MAX_FUSED_WIRES = 2
 MAX_PERMUTATION_SPAN = 20
 # Off: every circuit takes the fused-block engine (the tests run both; see uses_programs).
@@ -186,10 +187,31 @@ def _programmable(op):
     return _tabulated(op) or _monomial(op) or _diagonal_slot(op) or _controlled_slot(op)
 
 
+def _diagonalised(ops):
+    """Each gate with a diagonal form (RXX, RYY, RZX: gates.Gate.diagonal_form) as W, its
+    diagonal gate, W†: a program merges the fixed single-wire gates into the slots of the
+    rotations around them and runs the diagonal as a diagonal slot, where the dense 4 x 4
+    gate would cut the program in two. Its adjoint is W, D†, W†."""
+    from .circuit import Op
+    out = []
+    for op in ops:
+        form = op.gate.diagonal_form
+        if not form:
+            out.append(op)
+            continue
+        diagonal, *per_wire = form
+        basis = [Op(g, (w,)) for w, gates in zip(op.wires, per_wire) for g in gates]
+        out += basis
+        out.append(Op(diagonal, op.wires, op.angles, op.data_key, op.adjoint))
+        out += [Op(b.gate, b.wires, adjoint=not b.adjoint) for b in reversed(basis)]
+    return out
+
+
 def _program_fuse(ops, k, n, max_bits):
     """Maximal runs of programmable ops become programs, the ops between them fused blocks. A
     register of more than ``max_bits`` wires runs each run as passes of tiled programs."""
     low = _tile_run_wires(n, max_bits)
+    ops = _diagonalised(ops)
     steps, others = [], []
     for programmable, run in groupby(ops, key=lambda op: _programmable(op) and len(op.wires) <= max_bits - low):
         run = list(run)

@@ -42,6 +42,10 @@ class Gate:
     takes_data: bool = False               # QubitUnitary / DiagonalUnitary: a matrix, not angles
     n_controls: int = 0
     target: Optional["Gate"] = None
+    # (D, per wire a tuple of fixed single-wire gates W_w, applied in order): the gate is
+    # W† D W with W = ⊗_w W_w and D a diagonal gate of the same parameters. The CPU engine runs
+    # it as D between single-wire gates, which a local program absorbs into its own slots.
+    diagonal_form: tuple = ()
     doc: str = ""
 
     def wires_for(self, n_wires_given: int) -> int:
@@ -415,14 +419,15 @@ CRY = controlled(RY, 1, "CRY")
 CRZ = controlled(RZ, 1, "CRZ")
 CROT = controlled(ROT, 1, "CROT")
 CU3 = controlled(U3, 1, "CU3")
-RXX = Gate("RXX", 2, 1, _rxx, generator_fn=lambda k: _kron_np(_pauli("X"), _pauli("X")) / 2,
-           spectra=(HALF,), param_names=("theta",))
-RYY = Gate("RYY", 2, 1, _ryy, generator_fn=lambda k: _kron_np(_pauli("Y"), _pauli("Y")) / 2,
-           spectra=(HALF,), param_names=("theta",))
 RZZ = _diag_gate("RZZ", 2, 1, _rzz_diag, generator_fn=lambda k: _kron_np(_pauli("Z"), _pauli("Z")) / 2,
                  spectra=(HALF,), param_names=("theta",))
+# X = H Z H and Y = (S H) Z (S H)†: the Pauli rotations are RZZ in a rotated basis
+RXX = Gate("RXX", 2, 1, _rxx, generator_fn=lambda k: _kron_np(_pauli("X"), _pauli("X")) / 2,
+           spectra=(HALF,), param_names=("theta",), diagonal_form=(RZZ, (H,), (H,)))
+RYY = Gate("RYY", 2, 1, _ryy, generator_fn=lambda k: _kron_np(_pauli("Y"), _pauli("Y")) / 2,
+           spectra=(HALF,), param_names=("theta",), diagonal_form=(RZZ, (SDG, H), (SDG, H)))
 RZX = Gate("RZX", 2, 1, _rzx, generator_fn=lambda k: _kron_np(_pauli("Z"), _pauli("X")) / 2,
-           spectra=(HALF,), param_names=("theta",))
+           spectra=(HALF,), param_names=("theta",), diagonal_form=(RZZ, (), (H,)))
 SINGLE_EXCITATION = Gate("SINGLEEXCITATION", 2, 1, _single_excitation, kind="two-level",
                          block_fn=_givens_block, levels=(1, 2),
                          generator_fn=lambda k: _givens_generator(4, 1, 2), spectra=(GIVENS_SPEC,),

@@ -608,7 +608,9 @@ def _pauli_rotation_circuit(n, dtype):
         for w in range(n):
             c.ry(w, trainable=True)
         c.rxx(0, 1, trainable=True)
+        c.rxx(1, 2, trainable=True)          # chains: the basis changes between them cancel
         c.ryy(2, 1, trainable=True)
+        c.ryy(1, 0, trainable=True)
         c.rzx(3, 2, trainable=True)
         c.rzx(1, 3, input=layer, scale=0.7)
     c.append(tql.Circuit(n, dtype=dtype).ryy(0, 3, trainable=True).rz(0, 0.3).inverse())
@@ -624,9 +626,22 @@ def test_pauli_rotations_are_diagonal_slots_between_the_rotations(dtype, atol):
     plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
     assert [s.kind for s in plan.steps] == ["prefix", "program"]
     kinds = plan.steps[1].program.code[:, 0].tolist()
-    assert kinds.count(3) == 7 and kinds.count(4) == 2
+    assert kinds.count(3) == 11 and kinds.count(4) == 2
     x = torch.rand(B, n, dtype=REAL[dtype])
     np.testing.assert_allclose(_np(c(x)), _oracle_from_zero(c, x), atol=atol)
+
+
+def test_basis_changes_between_chained_pauli_rotations_cancel():
+    """RXX on (0, 1), (1, 2), (2, 3): H on each end wire before and after, one H pair on each
+    inner wire (the two that would meet between the links cancel); RYY's S† H likewise."""
+    for gate, per_link in (("rxx", ("H",)), ("ryy", ("SDG", "H"))):
+        c = tql.Circuit(4)
+        for w in range(3):
+            getattr(c, gate)(w, w + 1, 0.3)
+        ops = engine._diagonalised(c.ops)
+        assert [op.gate.name for op in ops].count("RZZ") == 3
+        for w in range(4):
+            assert [op.gate.name for op in ops if op.wires == (w,)] == list(per_link) + list(reversed(per_link))
 
 
 @pytest.mark.parametrize("diff_method", ["backprop", "adjoint"])

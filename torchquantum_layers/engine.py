@@ -191,20 +191,35 @@ def _diagonalised(ops):
     """Each gate with a diagonal form (RXX, RYY, RZX: gates.Gate.diagonal_form) as W, its
     diagonal gate, W†: a program merges the fixed single-wire gates into the slots of the
     rotations around them and runs the diagonal as a diagonal slot, where the dense 4 x 4
-    gate would cut the program in two. Its adjoint is W, D†, W†."""
+    gate would cut the program in two. Its adjoint is W, D†, W†. A basis change meeting its
+    inverse on a wire (a chain RXX(0, 1) RXX(1, 2): H H on wire 1) cancels."""
     from .circuit import Op
-    out = []
+    out, is_basis, on_wire = [], [], {}
+
+    def add(op, basis=False):
+        last = on_wire.setdefault(op.wires[0], [])
+        if basis and last and is_basis[last[-1]] and out[last[-1]].gate is op.gate \
+                and out[last[-1]].adjoint != op.adjoint:
+            out[last.pop()] = None
+            return
+        for w in op.wires:
+            on_wire.setdefault(w, []).append(len(out))
+        out.append(op)
+        is_basis.append(basis)
+
     for op in ops:
         form = op.gate.diagonal_form
         if not form:
-            out.append(op)
+            add(op)
             continue
         diagonal, *per_wire = form
         basis = [Op(g, (w,)) for w, gates in zip(op.wires, per_wire) for g in gates]
-        out += basis
-        out.append(Op(diagonal, op.wires, op.angles, op.data_key, op.adjoint))
-        out += [Op(b.gate, b.wires, adjoint=not b.adjoint) for b in reversed(basis)]
-    return out
+        for b in basis:
+            add(b, basis=True)
+        add(Op(diagonal, op.wires, op.angles, op.data_key, op.adjoint))
+        for b in reversed(basis):
+            add(Op(b.gate, b.wires, adjoint=not b.adjoint), basis=True)
+    return [op for op in out if op is not None]
 
 
 def _program_fuse(ops, k, n, max_bits):

@@ -25,6 +25,7 @@ from .kernels.apply import (apply_diagonal_unchecked, apply_matrix_unchecked, ap
                             reorder_matrix)
 from .kernels.layout import relayout, rotate
 from .kernels import program as programs
+from .program_forms import program_form
 
 # Measured on the 2-core CPU (benchmarks/kernels.py, benchmarks/layers.py): see RESULTS.md.
 DEFAULT_MAX_FUSED_WIRES = 4
@@ -187,46 +188,11 @@ def _programmable(op):
     return _tabulated(op) or _monomial(op) or _diagonal_slot(op) or _controlled_slot(op)
 
 
-def _diagonalised(ops):
-    """Each gate with a diagonal form (RXX, RYY, RZX: gates.Gate.diagonal_form) as W, its
-    diagonal gate, W†: a program merges the fixed single-wire gates into the slots of the
-    rotations around them and runs the diagonal as a diagonal slot, where the dense 4 x 4
-    gate would cut the program in two. Its adjoint is W, D†, W†. A basis change meeting its
-    inverse on a wire (a chain RXX(0, 1) RXX(1, 2): H H on wire 1) cancels."""
-    from .circuit import Op
-    out, is_basis, on_wire = [], [], {}
-
-    def add(op, basis=False):
-        last = on_wire.setdefault(op.wires[0], [])
-        if basis and last and is_basis[last[-1]] and out[last[-1]].gate is op.gate \
-                and out[last[-1]].adjoint != op.adjoint:
-            out[last.pop()] = None
-            return
-        for w in op.wires:
-            on_wire.setdefault(w, []).append(len(out))
-        out.append(op)
-        is_basis.append(basis)
-
-    for op in ops:
-        form = op.gate.diagonal_form
-        if not form:
-            add(op)
-            continue
-        diagonal, *per_wire = form
-        basis = [Op(g, (w,)) for w, gates in zip(op.wires, per_wire) for g in gates]
-        for b in basis:
-            add(b, basis=True)
-        add(Op(diagonal, op.wires, op.angles, op.data_key, op.adjoint))
-        for b in reversed(basis):
-            add(Op(b.gate, b.wires, adjoint=not b.adjoint), basis=True)
-    return [op for op in out if op is not None]
-
-
 def _program_fuse(ops, k, n, max_bits):
     """Maximal runs of programmable ops become programs, the ops between them fused blocks. A
     register of more than ``max_bits`` wires runs each run as passes of tiled programs."""
     low = _tile_run_wires(n, max_bits)
-    ops = _diagonalised(ops)
+    ops = program_form(ops)
     steps, others = [], []
     for programmable, run in groupby(ops, key=lambda op: _programmable(op) and len(op.wires) <= max_bits - low):
         run = list(run)

@@ -112,16 +112,57 @@ def matrix_build_ms(dtype):
 
 
 def breakdown(dtype, repeats):
-    """Forward pass split by hand (the profiler's own overhead distorts these small ops)."""
+    """Forward pass split by hand (the profiler's own overhead distorts these small ops): where
+    the engine runs local programs (the CPU with the native library), building their slot
+    matrices and running them; else building and applying the one-gate steps' matrices."""
     from torchquantum_layers import engine as E
-    from torchquantum_layers.kernels.apply import apply_matrix_unchecked, apply_two_level_unchecked
     from torchquantum_layers.observables import expectation
     H, info, c = lih_circuit(dtype)
-    plan = E.build_plan(c)
     _, state, _ = c.prepare()
-    singles = [s for s in plan.steps if s.kind == "single"]
+    with torch.no_grad():
+        psi = E.run_circuit(c, state)
+        out = {"forward (engine)": timeit(lambda: E.run_circuit(c, state), repeats=repeats, min_time=0.0)}
+        if E.uses_programs(c):
+            out.update(_program_breakdown(c, state, repeats))
+        else:
+            out.update(_single_step_breakdown(c, state, repeats))
+        out["expectation <psi|H|psi> (631 terms)"] = timeit(lambda: expectation(psi, H), repeats=repeats,
+                                                            min_time=0.0)
+    return [[k, f"{v * 1e3:.1f}"] for k, v in out.items()]
+
+
+def _program_breakdown(c, state, repeats):
+    from torchquantum_layers import engine as E
+    from torchquantum_layers.block_matrices import extra_slot_tables, program_matrices, single_wire_tables
+    from torchquantum_layers.kernels import program as programs
+    plan = E.build_plan(c, layout=E.rotating_layout(c), zero_start=False, local_programs=True)
+    steps = [s for s in plan.steps if s.kind == "program"]
+    slots = sum(len(s.program.code) for s in steps)
+
+    def build():
+        tables = single_wire_tables(c, plan, None, None)
+        extras = extra_slot_tables(c, plan, None, None)
+        return [program_matrices(c, s, tables, extras) for s in steps]
+    mats = build()
+
+    def run():
+        st = state
+        for s, m in zip(steps, mats):
+            st = programs.run(st, *m, s.program, unitary=True)
+    others = len(plan.steps) - len(steps)
+    return {f"  building the slot matrices of {len(steps)} program(s), {slots} instructions "
+            f"({others} other steps)": timeit(build, repeats=repeats, min_time=0.0),
+            "  running the programs, matrices prebuilt": timeit(run, repeats=repeats, min_time=0.0)}
+
+
+def _single_step_breakdown(c, state, repeats):
     from collections import Counter
+    from torchquantum_layers import engine as E
+    from torchquantum_layers.kernels.apply import apply_matrix_unchecked, apply_two_level_unchecked
+    plan = E.build_plan(c)
+    singles = [s for s in plan.steps if s.kind == "single"]
     names = ", ".join(f"{k} {v}" for k, v in Counter(s.ops[0].gate.name for s in singles).items())
+
     def operator(op):
         """What the op's kernel takes: a Givens rotation's 2 x 2 block, else the dense matrix."""
         angles = c.angle_values(op, None)
@@ -133,27 +174,19 @@ def breakdown(dtype, repeats):
         if op.gate.kind == "two-level":
             return apply_two_level_unchecked(st, m, op.gate.levels, op.wires, c.n_wires)
         return apply_matrix_unchecked(st, m, op.wires, c.n_wires)
+    mats = [operator(s.ops[0]) for s in singles]
 
-    with torch.no_grad():
-        mats = [operator(s.ops[0]) for s in singles]
+    def build():
+        for s in singles:
+            operator(s.ops[0])
 
-        def build():
-            for s in singles:
-                operator(s.ops[0])
-
-        def apply():
-            st = state
-            for s, m in zip(singles, mats):
-                st = apply_operator(st, s.ops[0], m)
-
-        psi = E.run_circuit(c, state)
-        out = {"forward (engine)": timeit(lambda: E.run_circuit(c, state), repeats=repeats, min_time=0.0),
-               f"  building the matrices of the {len(singles)} one-gate steps ({names})":
-                   timeit(build, repeats=repeats, min_time=0.0),
-               f"  applying those {len(singles)} matrices, prebuilt": timeit(apply, repeats=repeats, min_time=0.0),
-               "expectation <psi|H|psi> (631 terms)": timeit(lambda: expectation(psi, H), repeats=repeats,
-                                                             min_time=0.0)}
-    return [[k, f"{v * 1e3:.1f}"] for k, v in out.items()]
+    def apply():
+        st = state
+        for s, m in zip(singles, mats):
+            st = apply_operator(st, s.ops[0], m)
+    return {f"  building the matrices of the {len(singles)} one-gate steps ({names})":
+            timeit(build, repeats=repeats, min_time=0.0),
+            f"  applying those {len(singles)} matrices, prebuilt": timeit(apply, repeats=repeats, min_time=0.0)}
 
 
 def profile_table(dtype, rows=12):

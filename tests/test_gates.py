@@ -131,6 +131,36 @@ def test_aliases(alias, name):
     assert get_gate(alias) is gates.GATES[name]
 
 
+@pytest.mark.parametrize("name", sorted(gates.WORD_NAMES))
+def test_snake_case_builders_and_functional_gates_are_the_gates(name, dtype):
+    """c.single_excitation(...) builds what c.singleexcitation(...) does, tql.functional's
+    spellings apply the same gate (against the dense matrix), every spelling names its gate."""
+    import torchquantum_layers as tql
+    word, gate = gates.WORD_NAMES[name], gates.GATES[name]
+    assert get_gate(word) is gate
+    k = gate.n_wires or 3
+    wires = tuple(range(k))
+    rng = np.random.default_rng(1)
+    if gate.takes_data:
+        data = oracle.random_unitary(2 ** k, rng) if gate.kind != "diagonal" else oracle.random_phases(2 ** k, rng)
+        extra, kw = (), {"matrix": torch.as_tensor(data, dtype=dtype)}
+        dense = data if gate.kind != "diagonal" else np.diag(data)
+    else:
+        extra, kw = (0.3,) * gate.n_params, {}
+        dense = gate.matrix(tuple(torch.tensor(0.3, dtype=torch.float64) for _ in extra), n_wires=k,
+                            dtype=torch.complex128).numpy()
+    a, b = tql.Circuit(k, dtype=dtype), tql.Circuit(k, dtype=dtype)
+    args = (wires + extra) if gate.n_wires and not gate.takes_data else ((wires,) + extra)
+    getattr(a, word)(*args, **kw)
+    getattr(b, name.lower())(*args, **kw)
+    assert [op.gate for op in a.ops] == [gate] == [op.gate for op in b.ops]
+    state = torch.as_tensor(oracle.random_state(k, rng, batch=2), dtype=dtype)
+    f_args = (state,) + extra
+    f_kw = {"wires": wires, **({"matrix": kw["matrix"]} if kw else {})}
+    got = getattr(tql.functional, word)(*f_args, **f_kw)
+    np.testing.assert_allclose(got.numpy(), state.numpy() @ dense.T, atol=ATOL[dtype])
+
+
 def test_get_gate_passes_gates_through():
     assert get_gate(gates.RX) is gates.RX
 

@@ -454,5 +454,5 @@ def _builder(gate: G.Gate):
     return method
 
 
-for _name, _gate in {**G.GATES, **{a: G.GATES[t] for a, t in G.ALIASES.items()}}.items():
-    setattr(Circuit, _name.lower(), _builder(_gate))
+for _name, _gate in G.builder_names().items():
+    setattr(Circuit, _name, _builder(_gate))

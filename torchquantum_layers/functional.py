@@ -64,6 +64,6 @@ def _make(gate):
 
 
 __all__ = ["apply_gate"]
-for _name, _gate in {**G.GATES, **{a: G.GATES[t] for a, t in G.ALIASES.items()}}.items():
-    globals()[_name.lower()] = _make(_gate)
-    __all__.append(_name.lower())
+for _name, _gate in G.builder_names().items():
+    globals()[_name] = _make(_gate)
+    __all__.append(_name)

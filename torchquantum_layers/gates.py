@@ -455,6 +455,19 @@ GATES: dict[str, Gate] = {g.name: g for g in [
 
 ALIASES = {"CX": "CNOT", "CCX": "TOFFOLI", "PHASE": "P", "U1": "P", "ID": "I", "MCX": "MULTICONTROLLEDX",
            "FREDKIN": "CSWAP", "CPHASE": "CP", "U": "U3"}
+# snake-case spellings of the names of several words: builder methods and functional gates
+# take both (c.single_excitation, c.singleexcitation); get_gate ignores underscores anyway
+WORD_NAMES = {"SINGLEEXCITATION": "single_excitation", "DOUBLEEXCITATION": "double_excitation",
+              "MULTIRZ": "multi_rz", "MULTICONTROLLEDX": "multi_controlled_x",
+              "QUBITUNITARY": "qubit_unitary", "DIAGONALUNITARY": "diagonal_unitary"}
+
+
+def builder_names() -> dict:
+    """{method name: gate} for every gate: its name and aliases in lower case, and WORD_NAMES."""
+    names = {n.lower(): g for n, g in GATES.items()}
+    names.update({a.lower(): GATES[t] for a, t in ALIASES.items()})
+    names.update({word: GATES[n] for n, word in WORD_NAMES.items()})
+    return names
 
 
 def get_gate(name) -> Gate:

@@ -780,6 +780,25 @@ def test_any_two_levels_run_in_a_program(levels, dtype, atol):
     np.testing.assert_allclose(_np(c()), oracle.run_ops(want, n, zero), atol=atol)
 
 
+def test_multi_rz_is_a_rotation_between_parity_permutations(dtype, atol):
+    """MultiRZ on 3-5 scattered wires (fixed, trainable, from the input, adjoint): one program
+    whose only slots are the rotations; against the oracle's exp(-iθ/2 Z…Z)."""
+    n, B = 5, 3
+    c = tql.Circuit(n, dtype=dtype)
+    for w in range(n):
+        c.ry(w, trainable=True)
+    c.multirz((0, 2, 4), 0.7)
+    c.multirz((3, 1, 0, 4), input=0)
+    c.multirz((4, 3, 2, 1, 0), trainable=True)
+    c.append(tql.Circuit(n, dtype=dtype).multirz((4, 1, 2), trainable=True).inverse())
+    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
+    assert [s.kind for s in plan.steps] == ["prefix", "program"]
+    kinds = plan.steps[1].program.code[:, 0].tolist()
+    assert all(k in (0, 1, 2) for k in kinds)
+    x = torch.rand(B, n, dtype=REAL[dtype])
+    np.testing.assert_allclose(_np(c(x)), _oracle_from_zero(c, x), atol=atol)
+
+
 def test_a_state_whose_rows_do_not_match_the_per_sample_matrices_is_refused():
     n = 3
     rng, program, shared, batched, _ = _random_case(n, 4, 9, 7, torch.complex64)

@@ -5,6 +5,8 @@ on single wires, diagonal and controlled slots.
   gate, W†; the fixed single-wire gates of W merge into the slots of the rotations around them,
   and a basis change meeting its inverse on a wire (a chain RXX(0, 1) RXX(1, 2): H H on wire 1)
   cancels.
+* MultiRZ on three or more wires becomes the permutation that puts their parity on the last
+  wire (a CNOT ladder, merged with the permutations around it), RZ there, and its inverse.
 * A two-level gate (SingleExcitation, DoubleExcitation, their controlled forms: a 2 × 2 block on
   two basis states of its wires) becomes σ, the block on one wire controlled by all the others,
   σ⁻¹, where the permutation σ takes the two levels to the states that differ in that wire only
@@ -46,6 +48,11 @@ def program_form(ops) -> list:
             add(Op(diagonal, op.wires, op.angles, op.data_key, op.adjoint))
             for b in reversed(basis):
                 add(Op(b.gate, b.wires, adjoint=not b.adjoint), basis=True)
+        elif gate is G.MULTIRZ and len(op.wires) > 2:
+            parity = _parity_gate(len(op.wires))
+            add(Op(parity, op.wires))
+            add(Op(G.RZ, op.wires[-1:], op.angles, None, op.adjoint))
+            add(Op(parity, op.wires, adjoint=True))
         elif gate.kind == "two-level" and not gate.takes_data:
             sigma, block, target = _two_level_parts(gate, len(op.wires))
             controls = tuple(w for i, w in enumerate(op.wires) if i != target)
@@ -55,6 +62,18 @@ def program_form(ops) -> list:
         else:
             add(op)
     return [op for op in out if op is not None]
+
+
+@lru_cache(maxsize=None)
+def _parity_gate(k):
+    """The permutation that puts the parity of k wires on the last (a CNOT ladder): it takes
+    Z ⊗ … ⊗ Z to Z on the last wire, so MultiRZ(θ) is it, RZ(θ) there, and it undone."""
+    table = [0] * 2 ** k
+    for j in range(2 ** k):
+        table[(j & ~1) | (bin(j).count("1") & 1)] = j            # new[σ(j)] = old[j]
+    table = tuple(table)
+    return G.Gate(f"PARITY{k}", k, 0, G._perm_to_matrix(lambda kk: table), kind="permutation",
+                  perm_fn=lambda kk: table, doc=f"the parity of {k} wires onto the last")
 
 
 @lru_cache(maxsize=None)

@@ -36,7 +36,7 @@ from .kernels.state import COMPLEX_DTYPES, check_allocation
 
 __all__ = ["angle_encoding", "amplitude_encoding", "basis_encoding", "iqp_features", "iqp_encoding",
            "hardware_efficient", "strongly_entangling", "basic_entangler", "data_reuploading", "qft",
-           "qft_circuit", "entangler_pairs"]
+           "qft_circuit", "entangler_pairs", "pauli_rotation", "trotter", "product_formula"]
 
 CircuitLike = Union[Circuit, int]
 
@@ -552,3 +552,7 @@ def qaoa(problem, p: int, mixer: str = "x", **kwargs):
     """``tql.templates.qaoa``: the batched QAOA module of :mod:`torchquantum_layers.optimization`."""
     from .optimization import qaoa as build
     return build(problem, p, mixer=mixer, **kwargs)
+
+
+# Hamiltonian evolution lives in its own module (it needs the observables); templates re-exports it
+from .trotter import pauli_rotation, product_formula, trotter  # noqa: E402

@@ -1,0 +1,156 @@
+"""Pauli rotations and Trotter–Suzuki evolution (torchquantum_layers/trotter.py).
+
+Oracles: exp(−iθ/2 P) = cos(θ/2) I − i sin(θ/2) P with P a Kronecker product of Pauli matrices
+(tests/oracle.py); exp(−iHt) by the eigendecomposition of the dense H built from the same
+Kronecker products; the product formulas' known error orders (n_steps^−order); central finite
+differences of the dense energy for the time's gradient.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import torchquantum_layers as tql
+from torchquantum_layers.engine import build_plan
+
+from . import oracle
+from .conftest import ATOL, REAL
+
+N = 3
+# (coefficient, label over the N wires): X, Y and Z factors, one, two and three wires
+TERMS = [(0.5, "XXI"), (0.3, "IYY"), (0.7, "ZZZ"), (0.2, "IIX"), (-0.4, "YII"), (0.25, "XIY")]
+
+
+def _hamiltonian(terms=TERMS):
+    text = " + ".join(f"({c})*" + " ".join(f"{ch}{w}" for w, ch in enumerate(label) if ch != "I")
+                      for c, label in terms)
+    return tql.Hamiltonian.from_string(text)
+
+
+def _dense(terms=TERMS):
+    return sum(c * oracle.pauli_matrix(label) for c, label in terms)
+
+
+def _exact(terms, t):
+    e, v = np.linalg.eigh(_dense(terms))
+    return (v @ np.diag(np.exp(-1j * e * t)) @ v.conj().T)[:, 0]
+
+
+def _state(c, **kw):
+    return c(**kw).detach().cpu().numpy().astype(np.complex128)
+
+
+def test_one_first_order_step_is_the_product_of_the_term_exponentials(dtype):
+    t = 0.9
+    c = tql.templates.trotter(tql.Circuit(N, dtype=dtype), _hamiltonian(), time=t)
+    u = np.eye(2 ** N, dtype=complex)
+    for coeff, label in TERMS:
+        u = oracle.pauli_rotation(2 * coeff * t, label) @ u
+    np.testing.assert_allclose(_state(c)[0], u[:, 0], atol=ATOL[dtype])
+
+
+@pytest.mark.parametrize("order,steps,t", [(1, (4, 8), 0.6), (2, (2, 4), 0.6), (4, (2, 4), 1.2)])
+def test_the_error_falls_with_the_formula_order(order, steps, t, dtype):
+    """error(2r) / error(r) ≈ 2^−order against the exact exp(−iHt)."""
+    errors = []
+    for r in steps:
+        c = tql.templates.trotter(tql.Circuit(N, dtype=dtype), _hamiltonian(), time=t, n_steps=r, order=order)
+        errors.append(np.abs(_state(c)[0] - _exact(TERMS, t)).max())
+    assert errors[1] > 100 * torch.finfo(REAL[dtype]).eps        # well above the dtype's rounding
+    assert errors[1] / errors[0] == pytest.approx(2.0 ** -order, rel=0.25)
+
+
+def test_commuting_terms_evolve_exactly_in_one_step(dtype, atol):
+    terms = [(0.8, "ZZI"), (-0.3, "IZZ"), (0.45, "ZIZ"), (1.1, "ZZZ"), (0.6, "IIZ")]
+    h = _hamiltonian(terms)
+    c = tql.Circuit(N, dtype=dtype)
+    for w in range(N):
+        c.h(w)
+    tql.templates.trotter(c, h, time=1.3, order=2)
+    e, v = np.linalg.eigh(_dense(terms))
+    plus = np.full(2 ** N, 2 ** (-N / 2), dtype=complex)
+    np.testing.assert_allclose(_state(c)[0], v @ (np.exp(-1.3j * e) * (v.conj().T @ plus)), atol=atol)
+
+
+@pytest.mark.parametrize("label", ["X", "Y", "Z", "XY", "YZ", "ZX", "XYZ", "YYXZ", "XIYIZ"])
+def test_a_pauli_rotation_is_the_analytic_exponential(label, dtype, atol):
+    n = len(label)
+    spec = " ".join(f"{ch}{w}" for w, ch in enumerate(label) if ch != "I")
+    rng = np.random.default_rng(len(label))
+    psi = oracle.random_state(n, rng, batch=2)
+    c = tql.templates.pauli_rotation(tql.Circuit(n, dtype=dtype), spec, 0.8, scale=1.5)
+    out = c(state=torch.as_tensor(psi, dtype=dtype)).detach().numpy()
+    np.testing.assert_allclose(out, psi @ oracle.pauli_rotation(1.2, label).T, atol=atol)
+
+
+def test_the_evolution_is_one_program():
+    c = tql.templates.trotter(tql.Circuit(N), _hamiltonian(), time=0.5, n_steps=3, order=2)
+    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
+    assert [s.kind for s in plan.steps] == ["prefix", "program"]
+
+
+@pytest.mark.parametrize("diff_method", ["backprop", "adjoint"])
+def test_a_trainable_time_takes_the_gradient_of_the_evolution(diff_method, dtype):
+    """One parameter for the whole evolution; d⟨O⟩/dt against central differences of the dense
+    product of the term exponentials (order 2, two steps: the same product, built here)."""
+    t0, h = 0.7, 1e-5
+    c = tql.templates.trotter(tql.Circuit(N, dtype=dtype), _hamiltonian(), time=t0, n_steps=2, order=2,
+                              trainable=True)
+    assert c.num_parameters == 1 and float(c.weights.detach()[0]) == pytest.approx(t0)
+    obs = tql.Hamiltonian.from_string("Z0 Z1 + 0.5*X2")
+    tql.expval(c, obs, diff_method=diff_method).sum().backward()
+    dense_obs = oracle.pauli_matrix("ZZI") + 0.5 * oracle.pauli_matrix("IIX")
+
+    def energy(t):
+        u = np.eye(2 ** N, dtype=complex)
+        half = [(coeff, label) for coeff, label in TERMS]
+        for _ in range(2):
+            for coeff, label in half + half[::-1]:
+                u = oracle.pauli_rotation(coeff * t / 2, label) @ u      # 2 c (t / 2 steps / 2)
+        psi = u[:, 0]
+        return float((psi.conj() @ dense_obs @ psi).real)
+    want = (energy(t0 + h) - energy(t0 - h)) / (2 * h)
+    tol = 2e-4 if dtype == torch.complex64 else 1e-7
+    assert float(c.weights.grad[0]) == pytest.approx(want, abs=tol)
+
+
+def test_an_input_time_evolves_each_sample_by_its_own_time(dtype, atol):
+    times = torch.tensor([[0.1, 0.0], [0.5, 0.0], [1.2, 0.0]], dtype=REAL[dtype])
+    c = tql.templates.trotter(tql.Circuit(N, dtype=dtype), _hamiltonian(), n_steps=2, order=2, input=0)
+    out = _state(c, x=times)
+    for b, t in enumerate(times[:, 0].tolist()):
+        fixed = tql.templates.trotter(tql.Circuit(N, dtype=dtype), _hamiltonian(), time=t, n_steps=2, order=2)
+        np.testing.assert_allclose(out[b], _state(fixed)[0], atol=atol)
+
+
+@pytest.mark.parametrize("order", [1, 2, 4, 6])
+@pytest.mark.parametrize("n_steps", [1, 3])
+def test_every_term_gets_the_whole_time_and_higher_orders_are_symmetric(order, n_steps):
+    seq = tql.templates.product_formula(4, order, n_steps)
+    totals = np.zeros(4)
+    for j, f in seq:
+        totals[j] += f
+    np.testing.assert_allclose(totals, 1.0, atol=1e-12)
+    assert all(a[0] != b[0] for a, b in zip(seq, seq[1:]))          # neighbours merged
+    if order > 1:
+        assert [j for j, _ in seq] == [j for j, _ in seq[::-1]]
+        np.testing.assert_allclose([f for _, f in seq], [f for _, f in seq[::-1]], atol=1e-12)
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda c: tql.templates.trotter(c, tql.Hamiltonian.from_string("(0.5+1j)*X0")), ValueError, "not Hermitian"),
+    (lambda c: tql.templates.trotter(c, "Z0 Z3"), ValueError, "acts on wire 3 but the circuit has 3 wires"),
+    (lambda c: tql.templates.trotter(c, "Z0", order=3), ValueError, "order must be 1 or even"),
+    (lambda c: tql.templates.trotter(c, "Z0", n_steps=0), ValueError, "n_steps must be >= 1"),
+    (lambda c: tql.templates.trotter(c, "Z0", time=float("nan")), ValueError, "time must be finite"),
+    (lambda c: tql.templates.trotter(c, "Z0", trainable=True, input=0), ValueError, "not both"),
+    (lambda c: tql.templates.trotter(c, "Z0", input=-1), ValueError, "feature column"),
+    (lambda c: tql.templates.trotter(c, 3.0), TypeError, "expected a Hamiltonian"),
+    (lambda c: tql.templates.pauli_rotation(c, "Q0", 0.1), ValueError, "pauli_rotation: unknown Pauli factor 'Q0'"),
+    (lambda c: tql.templates.pauli_rotation(c, "X5", 0.1), ValueError, "acts on wire 5"),
+    (lambda c: tql.templates.pauli_rotation(c, 7, 0.1), TypeError, "expected a PauliString"),
+])
+def test_bad_arguments_are_refused_by_name(call, error, match):
+    with pytest.raises(error, match=match):
+        call(tql.Circuit(N))

@@ -1,0 +1,158 @@
+"""Hamiltonian time evolution: Pauli rotations and Trotter–Suzuki product formulas.
+
+``pauli_rotation(c, P, θ)`` appends exp(−iθ/2 · P) for a Pauli string P (PennyLane's PauliRot
+convention): each X or Y factor is turned into Z (H; S† then H), a MultiRZ(θ) acts on the
+support, and the basis change is undone. ``trotter(c, H, t, n_steps, order)`` appends an
+approximation of exp(−iHt) built from them: order 1 is Lie–Trotter (the terms in order), order 2
+Strang's symmetric splitting, every even order above Suzuki's recursion
+
+    S₂ₖ(τ) = S₂ₖ₋₂(p τ)² S₂ₖ₋₂((1 − 4p) τ) S₂ₖ₋₂(p τ)²,  p = 1 / (4 − 4^{1/(2k−1)}),
+
+each applied ``n_steps`` times with τ = t / n_steps; the error falls as n_steps^−order. The time
+may be a fixed number, one trainable parameter shared by every rotation (``trainable=True``),
+or a column of the input features (``input=col``: one time per sample). On the CPU engine the
+whole evolution is one local program: the rotations are slots and the basis changes and parity
+ladders merge into them and into index tables (see program_forms).
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from .circuit import Circuit, Input, Param
+from .observables import Hamiltonian, PauliString
+from .templates import CircuitLike, _circuit, _number, _pos_int
+
+__all__ = ["pauli_rotation", "trotter", "product_formula"]
+
+
+def _pauli(pauli, what: str) -> PauliString:
+    if isinstance(pauli, PauliString):
+        return pauli
+    if isinstance(pauli, str):
+        try:
+            return PauliString(pauli)
+        except ValueError as err:
+            raise ValueError(f"{what}: {err}") from None
+    raise TypeError(f"{what}: expected a PauliString or its text (e.g. 'X0 Y2'), got {type(pauli).__name__}")
+
+
+def _check_support(circuit: Circuit, wires, what: str, label) -> None:
+    if wires and max(wires) >= circuit.n_wires:
+        raise ValueError(f"{what}: {label} acts on wire {max(wires)} but the circuit has {circuit.n_wires} wires")
+
+
+def _append_rotation(circuit: Circuit, pauli: PauliString, angle) -> None:
+    """exp(−i angle/2 · P); ``angle`` a number, Param or Input (checked by the caller)."""
+    wires = pauli.wires
+    if not wires:
+        return                      # the identity: a global phase
+    for w in wires:
+        letter = pauli.letter(w)
+        if letter == "X":
+            circuit.h(w)
+        elif letter == "Y":
+            circuit.sdg(w)
+            circuit.h(w)
+    if len(wires) == 1:
+        circuit.rz(wires[0], angle)
+    elif len(wires) == 2:
+        circuit.rzz(wires[0], wires[1], angle)
+    else:
+        circuit.multirz(wires, angle)
+    for w in wires:
+        letter = pauli.letter(w)
+        if letter == "X":
+            circuit.h(w)
+        elif letter == "Y":
+            circuit.h(w)
+            circuit.s(w)
+
+
+def _angle_source(circuit: Circuit, value, trainable: bool, input, what: str, name: str):
+    """A function scale -> angle: fixed ``scale * value``, or scale times one new trainable
+    parameter initialised to ``value``, or scale times the input column ``input``."""
+    if trainable and input is not None:
+        raise ValueError(f"{what}: give trainable=True or input=column, not both")
+    if input is not None:
+        if isinstance(input, bool) or not isinstance(input, int) or input < 0:
+            raise ValueError(f"{what}: input must be a feature column (an int >= 0), got {input!r}")
+        return lambda s: Input(input, s)
+    value = _number(value, name, what)
+    if trainable:
+        p = circuit.parameter(init=value)
+        return lambda s: Param(p.index, s)
+    return lambda s: s * value
+
+
+def pauli_rotation(circuit: CircuitLike, pauli, angle: float = 0.0, *, trainable: bool = False,
+                   input: Optional[int] = None, scale: float = 1.0) -> Circuit:
+    """Append exp(−i θ/2 · P) for the Pauli string ``pauli`` (a PauliString or text such as
+    'X0 Y2 Z3'); θ = ``scale * angle``, a new trainable parameter initialised to ``angle``
+    (``trainable=True``) times ``scale``, or ``scale * x[:, input]``."""
+    what = "pauli_rotation"
+    circuit = _circuit(circuit, what)
+    pauli = _pauli(pauli, what)
+    _check_support(circuit, pauli.wires, what, str(pauli))
+    scale = _number(scale, "scale", what)
+    source = _angle_source(circuit, angle, trainable, input, what, "angle")
+    _append_rotation(circuit, pauli, source(scale))
+    return circuit
+
+
+def product_formula(n_terms: int, order: int = 1, n_steps: int = 1) -> list:
+    """The Trotter–Suzuki sequence [(term index, fraction of the total time)] for ``n_terms``
+    terms (exp(−iHt) ≈ Π exp(−i c_j f t P_j) in list order); consecutive entries of one term are
+    merged (the last term of a symmetric step, the first of two steps)."""
+    what = "product_formula"
+    n_terms = _pos_int(n_terms, "n_terms", what)
+    order = _pos_int(order, "order", what)
+    n_steps = _pos_int(n_steps, "n_steps", what)
+    if order > 1 and order % 2:
+        raise ValueError(f"{what}: order must be 1 or even (Suzuki's recursion), got {order}")
+
+    def step(k, tau):
+        if k == 1:
+            return [(j, tau) for j in range(n_terms)]
+        if k == 2:
+            half = [(j, tau / 2) for j in range(n_terms)]
+            return half + half[::-1]
+        p = 1 / (4 - 4 ** (1 / (k - 1)))
+        outer = step(k - 2, p * tau)
+        return outer + outer + step(k - 2, (1 - 4 * p) * tau) + outer + outer
+    sequence = step(order, 1.0 / n_steps) * n_steps
+    merged = []
+    for j, f in sequence:
+        if merged and merged[-1][0] == j:
+            merged[-1] = (j, merged[-1][1] + f)
+        else:
+            merged.append((j, f))
+    return merged
+
+
+def trotter(circuit: CircuitLike, hamiltonian, time: float = 1.0, n_steps: int = 1, order: int = 1, *,
+            trainable: bool = False, input: Optional[int] = None) -> Circuit:
+    """Append a Trotter–Suzuki approximation of exp(−i H t) (module docstring): ``order`` 1 or
+    even, ``n_steps`` repetitions; the time fixed, trainable (one parameter initialised to
+    ``time``) or ``x[:, input]``. Identity terms (a global phase) are left out."""
+    what = "trotter"
+    circuit = _circuit(circuit, what)
+    if isinstance(hamiltonian, (str, PauliString)):
+        hamiltonian = Hamiltonian.from_string(hamiltonian) if isinstance(hamiltonian, str) \
+            else Hamiltonian([hamiltonian])
+    if not isinstance(hamiltonian, Hamiltonian):
+        raise TypeError(f"{what}: expected a Hamiltonian, a PauliString or their text, got "
+                        f"{type(hamiltonian).__name__}")
+    if not hamiltonian.is_hermitian:
+        raise ValueError(f"{what}: the Hamiltonian is not Hermitian (a complex coefficient): exp(-iHt) "
+                         f"would not be unitary")
+    _check_support(circuit, hamiltonian.wires, what, "the Hamiltonian")
+    terms = [(float(complex(c).real), p) for c, p in hamiltonian.simplify().terms if p.wires]
+    sequence = product_formula(max(len(terms), 1), order, n_steps)
+    source = _angle_source(circuit, time, trainable, input, what, "time")
+    for j, fraction in (sequence if terms else ()):
+        coeff, pauli = terms[j]
+        angle = 2 * coeff * fraction
+        if math.isfinite(angle) and angle != 0:
+            _append_rotation(circuit, pauli, source(angle))
+    return circuit

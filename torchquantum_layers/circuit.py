@@ -249,6 +249,27 @@ class Circuit(nn.Module):
         inv.ops = [Op(op.gate, op.wires, op.angles, op.data_key, not op.adjoint) for op in reversed(self.ops)]
         return inv
 
+    def _suffix(self, start: int) -> "Circuit":
+        """The ops from ``start`` on as a circuit sharing this one's weights and matrices (what
+        parameter-shift runs after a shifted gate), cached with its plan until the circuit,
+        its dtype or its device change."""
+        key = (len(self.ops), self.dtype, str(self.device), self.fuse, self.max_fused_wires)
+        cache = self.__dict__.setdefault("_suffix_cache", {})
+        if cache.get("key") != key:
+            cache.clear()
+            cache["key"] = key
+        if start not in cache:
+            sub = Circuit(self.n_wires, fuse=self.fuse, max_fused_wires=self.max_fused_wires)
+            sub.weights = self.weights
+            sub._real_marker = self._real_marker.clone()
+            for name, buf in self.named_buffers():
+                if name.startswith("_data"):
+                    sub.register_buffer(name, buf)
+            sub._n_data = self._n_data
+            sub.ops = list(self.ops[start:])
+            cache[start] = sub
+        return cache[start]
+
     # -- introspection ------------------------------------------------------------------------
     @property
     def num_parameters(self) -> int:

@@ -87,12 +87,14 @@ class ParameterShiftExpval(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_values):
+        from ..engine import run_circuit
         circuit, observables = ctx.circuit, ctx.observables
         shots, generator = ctx.shots, ctx.generator
         x, state, weights = ctx.saved_tensors
         need_x, need_state, need_w = ctx.needs_input_grad[4], ctx.needs_input_grad[5], ctx.needs_input_grad[6]
         n = circuit.n_wires
         ops = circuit.ops
+        stride = max(1, math.isqrt(len(ops)))
         g = grad_values.to(weights.dtype if weights.numel() else grad_values.dtype)
         grad_w = torch.zeros_like(weights) if need_w else None
         grad_x = torch.zeros_like(x) if (need_x and x is not None) else None
@@ -105,9 +107,16 @@ class ParameterShiftExpval(torch.autograd.Function):
                          for a in op.angles]
                 if any(wants):
                     def rest(big, m, i=i):
+                        # the gates after op i, the m shifted states stacked along the batch: one
+                        # by one up to the next multiple of ``stride``, then that suffix of the
+                        # circuit through the engine (programs, fused blocks). √N suffixes keep
+                        # the plans built on a first call to O(N^1.5) ops, not O(N²)
                         xr = x.repeat(m, 1) if x is not None else None
-                        for later in ops[i + 1:]:
+                        cut = min(len(ops), (i // stride + 1) * stride)
+                        for later in ops[i + 1:cut]:
                             big = _apply(circuit, later, big, circuit.angle_values(later, xr, weights), n)
+                        if cut < len(ops):
+                            big = run_circuit(circuit._suffix(cut), big, xr, weights)
                         return _values(big, observables, shots, generator).reshape(m, batch, -1)
                     add_shift_gradients(op, angles, wants, g, grad_w, grad_x,
                                         lambda a, op=op: _apply(circuit, op, psi, a, n), rest)

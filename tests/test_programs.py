@@ -434,7 +434,11 @@ def _oracle_from_zero(c, x=None, weights=None):
             params = [a.scale * (w[a.index] if hasattr(a, "index") else xs[b, a.column]) if hasattr(a, "scale")
                       else float(a) for a in op.angles]
             gate = op.gate
-            if gate.n_controls and gate.name not in oracle.SIGNATURES:   # CCRY, CSINGLEEXCITATION
+            if gate.takes_data:                     # the matrix (or diagonal) the circuit holds
+                u = _np(c.data(op)).astype(np.complex128)
+                u = np.diag(u) if u.ndim == 1 else u
+                ops.append((u.conj().T if op.adjoint else u, op.wires, []))
+            elif gate.n_controls and gate.name not in oracle.SIGNATURES:   # CCRY, CSINGLEEXCITATION
                 # the oracle's own controlled matrix of the oracle's target gate
                 u = oracle.controlled_matrix(oracle.gate_matrix(gate.target.name, *params), gate.n_controls)
                 ops.append((u.conj().T if op.adjoint else u, op.wires, []))
@@ -497,7 +501,7 @@ def test_other_gates_split_programs_and_run_as_blocks(dtype, atol):
     for w in range(n):
         c.h(w)
     c.cnot(0, 1)
-    c.iswap(1, 2)                        # dense on two wires: not a program op
+    c.qubitunitary((1, 2), oracle.random_unitary(4, np.random.default_rng(2)))   # dense: not a program op
     c.rz(3, trainable=True)
     c.ry(0, 0.4)
     c.cnot(2, 3)
@@ -778,6 +782,26 @@ def test_any_two_levels_run_in_a_program(levels, dtype, atol):
     zero = np.zeros((1, 2 ** n))
     zero[0, 0] = 1
     np.testing.assert_allclose(_np(c()), oracle.run_ops(want, n, zero), atol=atol)
+
+
+def test_fixed_monomial_gates_merge_into_the_permutation_tables(dtype, atol):
+    """ISWAP and a controlled ISWAP (one entry per row of their matrices), forward and adjoint,
+    between rotations: one program with no slot for them; against the oracle."""
+    n = 4
+    c = tql.Circuit(n, dtype=dtype)
+    for w in range(n):
+        c.ry(w, trainable=True)
+    c.iswap(2, 0)
+    c.add(tql.gates.controlled(tql.gates.ISWAP, 1), (1, 3, 0))
+    c.append(tql.Circuit(n, dtype=dtype).iswap(1, 3).add(tql.gates.controlled(tql.gates.ISWAP, 1), (0, 2, 3))
+             .inverse())
+    for w in range(n):
+        c.rx(w, trainable=True)
+    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
+    assert [s.kind for s in plan.steps] == ["prefix", "program"]
+    prog = plan.steps[1].program
+    assert prog.code[:, 0].tolist().count(1) == 1 and prog.phases is not None
+    np.testing.assert_allclose(_np(c()), _oracle_from_zero(c), atol=atol)
 
 
 def test_multi_rz_is_a_rotation_between_parity_permutations(dtype, atol):

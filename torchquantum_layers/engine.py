@@ -167,9 +167,27 @@ def _reads_input(op):
 
 
 def _monomial(op):
-    """A permutation, or a diagonal gate without parameters (CZ, CCZ): merged into index tables."""
+    """A permutation, a diagonal gate without parameters (CZ, CCZ) or another fixed gate whose
+    matrix has one entry per row (ISWAP, a controlled ISWAP): merged into index tables."""
     gate = op.gate
-    return not gate.takes_data and (gate.kind == "permutation" or (gate.kind == "diagonal" and gate.n_params == 0))
+    if gate.takes_data:
+        return False
+    return gate.kind == "permutation" or (gate.kind == "diagonal" and gate.n_params == 0) or \
+        _fixed_monomial(gate, len(op.wires)) is not None
+
+
+@lru_cache(maxsize=None)
+def _fixed_monomial(gate, k):
+    """(t, d) with U[j, t[j]] = d[j] the only entries of a parameter-free k-wire gate's matrix,
+    or None when it has none or more per row."""
+    if gate.n_params or gate.takes_data or gate.kind not in ("dense", "controlled"):
+        return None
+    m = gate.matrix((), n_wires=k, dtype=torch.complex128)
+    nonzero = m.abs() > 1e-12
+    if not bool((nonzero.sum(1) == 1).all()):
+        return None
+    t = nonzero.to(torch.int8).argmax(1)
+    return t, m[torch.arange(2 ** k), t]
 
 
 def _diagonal_slot(op):
@@ -301,6 +319,15 @@ def _merged_monomial(run, n, local):
             t = _merged_permutation(((perm, wires, adjoint),), n, "cpu", False)
             idx = idx[t]
             phase = None if phase is None else phase[t]
+        elif op.gate.kind != "diagonal":          # a fixed monomial: new[j] = d[j] old[t[j]]
+            local_t, d = _fixed_monomial(op.gate, len(op.wires))
+            if op.adjoint:                        # U†[t[j], j] = conj(d[j])
+                local_t, d = torch.argsort(local_t), d.conj()[torch.argsort(local_t)]
+            t = _merged_permutation(((tuple(local_t.tolist()), wires, False),), n, "cpu", False)
+            idx = idx[t]
+            phase = None if phase is None else phase[t]
+            row = apply_diagonal_unchecked(torch.ones(1, 2 ** n, dtype=torch.complex128), d, wires, n)[0]
+            phase = row if phase is None else phase * row
         else:
             diag = op.gate.diag_fn((), len(op.wires), torch.complex128, None, "cpu")
             diag = diag.conj() if op.adjoint else diag

@@ -451,6 +451,14 @@ def _oracle_from_zero(c, x=None, weights=None):
     return np.stack(out)
 
 
+def _one_program(c):
+    """The program a circuit starting from |0…0⟩ compiles to, asserting it is one (after an
+    empty prefix step)."""
+    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
+    assert [s.kind for s in plan.steps] == ["prefix", "program"]
+    return plan.steps[1].program
+
+
 def _layered(n, layers, dtype):
     """RY angle encoding, then per layer an RZ and an RX on every wire and a ring of CNOTs."""
     c = tql.Circuit(n, dtype=dtype)
@@ -465,14 +473,13 @@ def _layered(n, layers, dtype):
 def test_a_layered_circuit_is_one_program_with_one_table_per_ring(dtype):
     n, layers = 5, 3
     c = _layered(n, layers, dtype)
-    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
-    assert [s.kind for s in plan.steps] == ["prefix", "program"]
-    prog = plan.steps[1].program
+    prog = _one_program(c)
     kinds = prog.code[:, 0].tolist()
     assert kinds.count(1) == layers                      # one merged permutation per CNOT ring
     assert prog.n_batched == n                           # the encoding: one per-sample slot per wire
     assert kinds[:n] == [2] * n                          # ... all first (the sweep can stop above them)
     assert prog.n_shared == n * layers                   # RZ·RX of each wire and layer: one slot
+    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
     assert plan.steps[0].ops == []                       # no product state built in torch
 
 
@@ -572,9 +579,7 @@ def test_fixed_diagonal_gates_merge_into_the_permutation_tables(dtype, atol):
             c.cz(w, w + 1)
         c.ccz(0, 2, 3)
         c.cnot(3, 0)
-    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
-    assert [s.kind for s in plan.steps] == ["prefix", "program"]
-    prog = plan.steps[1].program
+    prog = _one_program(c)
     assert prog.code[:, 0].tolist().count(1) == 2 and prog.phases is not None
     np.testing.assert_allclose(_np(c()), _oracle_from_zero(c), atol=atol)
 
@@ -587,9 +592,8 @@ def test_an_iqp_feature_map_is_one_program(dtype, atol):
     tql.templates.iqp_encoding(c)
     c.cp(3, 1, trainable=True)
     c.crz(2, 0, trainable=True)
-    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
-    assert [s.kind for s in plan.steps] == ["prefix", "program"]
-    assert sorted(plan.steps[1].program.code[:, 0].tolist()).count(4) == n * (n - 1) // 2
+    program = _one_program(c)
+    assert sorted(program.code[:, 0].tolist()).count(4) == n * (n - 1) // 2
     rng = np.random.default_rng(8)
     x = tql.templates.iqp_features(torch.as_tensor(rng.uniform(-1, 1, (B, n)), dtype=REAL[dtype]))
     np.testing.assert_allclose(_np(c(x)), _oracle_from_zero(c, x), atol=atol)
@@ -602,9 +606,8 @@ def test_controlled_rotations_are_program_slots(dtype, atol):
     tql.templates.hardware_efficient(c, n_layers=2, entangler="CRY", pattern="ring")
     c.ch(0, 3)
     c.add(tql.gates.controlled(tql.gates.RY, 2), (3, 1, 0), trainable=True)
-    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
-    assert [s.kind for s in plan.steps] == ["prefix", "program"]
-    assert any(k in (5, 6) for k in plan.steps[1].program.code[:, 0].tolist())
+    program = _one_program(c)
+    assert any(k in (5, 6) for k in program.code[:, 0].tolist())
     np.testing.assert_allclose(_np(c()), _oracle_from_zero(c), atol=atol)
 
 
@@ -632,9 +635,8 @@ def test_pauli_rotations_are_diagonal_slots_between_the_rotations(dtype, atol):
     against the dense oracle per sample."""
     n, B = 4, 3
     c = _pauli_rotation_circuit(n, dtype)
-    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
-    assert [s.kind for s in plan.steps] == ["prefix", "program"]
-    kinds = plan.steps[1].program.code[:, 0].tolist()
+    program = _one_program(c)
+    kinds = program.code[:, 0].tolist()
     assert kinds.count(3) == 11 and kinds.count(4) == 2
     x = torch.rand(B, n, dtype=REAL[dtype])
     np.testing.assert_allclose(_np(c(x)), _oracle_from_zero(c, x), atol=atol)
@@ -706,9 +708,8 @@ def test_excitations_are_controlled_slots_between_permutations(dtype, atol):
     c = _excitation_circuit(n, dtype)
     with torch.no_grad():
         c.weights.uniform_(-np.pi, np.pi)
-    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
-    assert [s.kind for s in plan.steps] == ["prefix", "program"]
-    kinds = plan.steps[1].program.code[:, 0].tolist()
+    program = _one_program(c)
+    kinds = program.code[:, 0].tolist()
     assert kinds.count(5) == 7 and kinds.count(6) == 1
     x = torch.rand(B, n, dtype=REAL[dtype])
     np.testing.assert_allclose(_np(c(x)), _oracle_from_zero(c, x), atol=atol)
@@ -777,8 +778,7 @@ def test_any_two_levels_run_in_a_program(levels, dtype, atol):
     want.append((oracle.givens(angles[4], 4, a, b).conj().T, (1, 2), []))
     c.rx(1, float(angles[5]))
     want.append(("RX", (1,), [angles[5]]))
-    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
-    assert [s.kind for s in plan.steps] == ["prefix", "program"]
+    _one_program(c)
     zero = np.zeros((1, 2 ** n))
     zero[0, 0] = 1
     np.testing.assert_allclose(_np(c()), oracle.run_ops(want, n, zero), atol=atol)
@@ -797,9 +797,7 @@ def test_fixed_monomial_gates_merge_into_the_permutation_tables(dtype, atol):
              .inverse())
     for w in range(n):
         c.rx(w, trainable=True)
-    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
-    assert [s.kind for s in plan.steps] == ["prefix", "program"]
-    prog = plan.steps[1].program
+    prog = _one_program(c)
     assert prog.code[:, 0].tolist().count(1) == 1 and prog.phases is not None
     np.testing.assert_allclose(_np(c()), _oracle_from_zero(c), atol=atol)
 
@@ -815,9 +813,8 @@ def test_multi_rz_is_a_rotation_between_parity_permutations(dtype, atol):
     c.multirz((3, 1, 0, 4), input=0)
     c.multirz((4, 3, 2, 1, 0), trainable=True)
     c.append(tql.Circuit(n, dtype=dtype).multirz((4, 1, 2), trainable=True).inverse())
-    plan = build_plan(c, layout=True, zero_start=True, local_programs=True)
-    assert [s.kind for s in plan.steps] == ["prefix", "program"]
-    kinds = plan.steps[1].program.code[:, 0].tolist()
+    program = _one_program(c)
+    kinds = program.code[:, 0].tolist()
     assert all(k in (0, 1, 2) for k in kinds)
     x = torch.rand(B, n, dtype=REAL[dtype])
     np.testing.assert_allclose(_np(c(x)), _oracle_from_zero(c, x), atol=atol)

@@ -239,15 +239,20 @@ class Circuit(nn.Module):
 
     def inverse(self) -> "Circuit":
         """The adjoint circuit; it shares this circuit's ``weights`` Parameter."""
-        inv = Circuit(self.n_wires, fuse=self.fuse, max_fused_wires=self.max_fused_wires)
-        inv.weights = self.weights
-        inv._real_marker = self._real_marker.clone()
+        return self._sharing([Op(op.gate, op.wires, op.angles, op.data_key, not op.adjoint)
+                              for op in reversed(self.ops)])
+
+    def _sharing(self, ops) -> "Circuit":
+        """A circuit of ``ops`` sharing this one's weights Parameter, matrices, dtype and device."""
+        other = Circuit(self.n_wires, fuse=self.fuse, max_fused_wires=self.max_fused_wires)
+        other.weights = self.weights
+        other._real_marker = self._real_marker.clone()
         for name, buf in self.named_buffers():
             if name.startswith("_data"):
-                inv.register_buffer(name, buf)
-        inv._n_data = self._n_data
-        inv.ops = [Op(op.gate, op.wires, op.angles, op.data_key, not op.adjoint) for op in reversed(self.ops)]
-        return inv
+                other.register_buffer(name, buf)
+        other._n_data = self._n_data
+        other.ops = list(ops)
+        return other
 
     def _suffix(self, start: int) -> "Circuit":
         """The ops from ``start`` on as a circuit sharing this one's weights and matrices (what
@@ -259,15 +264,7 @@ class Circuit(nn.Module):
             cache.clear()
             cache["key"] = key
         if start not in cache:
-            sub = Circuit(self.n_wires, fuse=self.fuse, max_fused_wires=self.max_fused_wires)
-            sub.weights = self.weights
-            sub._real_marker = self._real_marker.clone()
-            for name, buf in self.named_buffers():
-                if name.startswith("_data"):
-                    sub.register_buffer(name, buf)
-            sub._n_data = self._n_data
-            sub.ops = list(self.ops[start:])
-            cache[start] = sub
+            cache[start] = self._sharing(self.ops[start:])
         return cache[start]
 
     # -- introspection ------------------------------------------------------------------------

@@ -47,26 +47,26 @@ def _append_rotation(circuit: Circuit, pauli: PauliString, angle) -> None:
     wires = pauli.wires
     if not wires:
         return                      # the identity: a global phase
-    for w in wires:
-        letter = pauli.letter(w)
-        if letter == "X":
-            circuit.h(w)
-        elif letter == "Y":
-            circuit.sdg(w)
-            circuit.h(w)
+    _basis_change(circuit, pauli, undo=False)
     if len(wires) == 1:
         circuit.rz(wires[0], angle)
     elif len(wires) == 2:
         circuit.rzz(wires[0], wires[1], angle)
     else:
         circuit.multirz(wires, angle)
-    for w in wires:
-        letter = pauli.letter(w)
-        if letter == "X":
-            circuit.h(w)
-        elif letter == "Y":
-            circuit.h(w)
-            circuit.s(w)
+    _basis_change(circuit, pauli, undo=True)
+
+
+# W per letter with W P W† = Z: X = H Z H, Y = (S H) Z (S H)†; applied in order (undone reversed)
+_TO_Z = {"X": ("h",), "Y": ("sdg", "h"), "Z": ()}
+_INVERSE = {"h": "h", "sdg": "s"}
+
+
+def _basis_change(circuit: Circuit, pauli: PauliString, undo: bool) -> None:
+    for w in pauli.wires:
+        gates = _TO_Z[pauli.letter(w)]
+        for name in ([_INVERSE[g] for g in reversed(gates)] if undo else gates):
+            getattr(circuit, name)(w)
 
 
 def _angle_source(circuit: Circuit, value, trainable: bool, input, what: str, name: str):

@@ -93,3 +93,15 @@ def _bits_from_nodes(nodes, n, what) -> list:
             raise ValueError(f"{what}.encode: node {v!r} is not in 0 … {n - 1}")
         bits[int(v)] = 1
     return bits
+
+
+def _bipartition_codec(n, what):
+    """(decode, encode) of a two-sided answer: bits -> (side 0, side 1) node lists, and back from
+    either the pair or side 1 alone."""
+    def decode(bits, repair):
+        return ([i for i, b in enumerate(bits) if not b], _sorted_nodes(bits))
+
+    def encode(sol):
+        side1 = sol[1] if isinstance(sol, tuple) and len(sol) == 2 else sol
+        return _bits_from_nodes(side1, n, what)
+    return decode, encode

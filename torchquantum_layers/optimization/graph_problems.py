@@ -8,7 +8,7 @@ from typing import Optional
 import torch
 
 from .graphs import Graph, as_graph
-from .arguments import _bits_from_nodes, _node_weights, _penalty, _sorted_nodes
+from .arguments import _bipartition_codec, _bits_from_nodes, _node_weights, _penalty, _sorted_nodes
 from .problems import Problem, _QuboBuilder
 
 __all__ = ["maxcut", "max_independent_set", "max_clique", "min_vertex_cover", "graph_colouring", "graph_coloring"]
@@ -37,13 +37,7 @@ def maxcut(graph, n_nodes: Optional[int] = None) -> Problem:
 
     def objective(bits):
         return (bits[:, eu] != bits[:, ev]).to(torch.float64) @ w
-
-    def decode(bits, repair):
-        return ([i for i, b in enumerate(bits) if not b], _sorted_nodes(bits))
-
-    def encode(sol):
-        side1 = sol[1] if isinstance(sol, tuple) and len(sol) == 2 else sol
-        return _bits_from_nodes(side1, n, what)
+    decode, encode = _bipartition_codec(n, what)
     return Problem(what, n, qb.U, qb.const, "cut weight", "max", objective, None, decode, encode,
                    data={"graph": g})
 

@@ -7,7 +7,7 @@ from typing import Optional
 
 import torch
 
-from .arguments import _bits_from_nodes, _matrix, _number, _penalty, _sorted_nodes, _vector
+from .arguments import _bipartition_codec, _bits_from_nodes, _matrix, _number, _penalty, _sorted_nodes, _vector
 from .problems import Problem, _QuboBuilder
 
 __all__ = ["number_partitioning", "tsp", "portfolio", "from_qubo", "from_ising"]
@@ -32,13 +32,7 @@ def number_partitioning(numbers_) -> Problem:
 
     def objective(bits):
         return (S - 2 * (bits.to(torch.float64) @ a)).abs()
-
-    def decode(bits, repair):
-        return ([i for i, b in enumerate(bits) if not b], _sorted_nodes(bits))
-
-    def encode(sol):
-        side1 = sol[1] if isinstance(sol, tuple) and len(sol) == 2 else sol
-        return _bits_from_nodes(side1, n, what)
+    decode, encode = _bipartition_codec(n, what)
     return Problem(what, n, qb.U, qb.const, "sum difference", "min", objective, None, decode, encode,
                    data={"numbers": a})
 

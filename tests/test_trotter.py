@@ -154,3 +154,47 @@ def test_every_term_gets_the_whole_time_and_higher_orders_are_symmetric(order, n
 def test_bad_arguments_are_refused_by_name(call, error, match):
     with pytest.raises(error, match=match):
         call(tql.Circuit(N))
+
+
+# -- exact evolution (tql.exact.evolve) ---------------------------------------------------------
+@pytest.mark.parametrize("t", [0.0, 0.4, -1.7, 12.0])
+def test_exact_evolution_is_the_eigendecomposition_exponential(t, dtype, atol):
+    """exp(−iHt)ψ matrix-free against V e^{−iEt} V† ψ from the dense H's eigendecomposition; a
+    constant term (a global phase) included."""
+    terms = TERMS + [(0.35, "III")]
+    h = tql.Hamiltonian.from_string(" + ".join(f"({c})*" + (" ".join(f"{ch}{w}" for w, ch in enumerate(label)
+                                                                     if ch != "I") or "1")
+                                                for c, label in terms))
+    rng = np.random.default_rng(4)
+    psi = oracle.random_state(N, rng, batch=3)
+    got = tql.exact.evolve(h, torch.as_tensor(psi, dtype=dtype), t)
+    assert got.dtype == dtype and got.shape == (3, 2 ** N)
+    e, v = np.linalg.eigh(_dense(terms))
+    want = psi @ (v @ np.diag(np.exp(-1j * e * t)) @ v.conj().T).T
+    np.testing.assert_allclose(got.numpy(), want, atol=10 * atol)
+    one = tql.exact.evolve(h, torch.as_tensor(psi[0], dtype=dtype), t)
+    np.testing.assert_allclose(one.numpy(), want[0], atol=10 * atol)
+
+
+def test_trotter_converges_to_the_exact_evolution(dtype):
+    """The product formula of order 2 approaches tql.exact.evolve as n_steps^-2."""
+    h, t = _hamiltonian(), 0.8
+    zero = tql.zero_state(N, dtype=torch.complex128)
+    exact = tql.exact.evolve(h, zero, t).numpy()
+    errors = [np.abs(_state(tql.templates.trotter(tql.Circuit(N, dtype=dtype), h, time=t, n_steps=r, order=2))
+                     - exact).max() for r in (2, 4)]
+    assert errors[1] / errors[0] == pytest.approx(0.25, rel=0.25)
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda s: tql.exact.evolve(tql.Hamiltonian.from_string("1j*X0"), s, 1.0), ValueError, "not Hermitian"),
+    (lambda s: tql.exact.evolve("X0", s[:, :6], 1.0), ValueError, r"shape \(B, 2\*\*n\)"),
+    (lambda s: tql.exact.evolve("Z5", s, 1.0), ValueError, "acts on wire 5 but the state has 3 qubits"),
+    (lambda s: tql.exact.evolve("Z0", s, float("inf")), ValueError, "time must be a finite"),
+    (lambda s: tql.exact.evolve("Z0", s, 1.0, tol=0), ValueError, "tol must be in"),
+    (lambda s: tql.exact.evolve("Z0", s.real, 1.0), TypeError, "complex tensor"),
+    (lambda s: tql.exact.evolve(3, s, 1.0), TypeError, "expected a Hamiltonian"),
+])
+def test_exact_evolution_refuses_bad_arguments(call, error, match):
+    with pytest.raises(error, match=match):
+        call(tql.zero_state(N, 2))

@@ -5,9 +5,15 @@ qubits, and beyond that a matrix-free Lanczos (``scipy.sparse.linalg.eigsh`` dri
 :func:`~torchquantum_layers.observables.apply_hamiltonian`, so no matrix is ever built) or, when
 SciPy is not installed, ``torch.lobpcg`` on the sparse matrix (a few iterations: it is a Python
 loop) polished by a restarted block Lanczos on H·ψ. Everything runs in float64 / complex128.
+
+``evolve(H, state, t)`` is exp(−iHt)ψ, matrix-free: a Taylor series in H·ψ on steps short
+enough (‖H‖ τ ≤ 1, ‖H‖ bounded by Σ|c_j|) that a fixed number of terms reaches the tolerance,
+so it runs without a host sync on any device; the reference for product formulas
+(``templates.trotter``) and for time-dependent observables.
 """
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Optional
 
@@ -16,7 +22,7 @@ import torch
 from .observables import DENSE_MAX_WIRES, Hamiltonian, PauliString, apply_hamiltonian
 from .observables.pauli import _popcount
 
-__all__ = ["ground_state", "spectrum", "DENSE_EIGH_MAX_WIRES"]
+__all__ = ["ground_state", "spectrum", "evolve", "DENSE_EIGH_MAX_WIRES"]
 
 DENSE_EIGH_MAX_WIRES = 12
 """``method="auto"`` diagonalises densely up to this many qubits."""
@@ -215,3 +221,44 @@ def _residual(H, e, states) -> float:
     hv = apply_hamiltonian(states, H)
     return float(torch.linalg.vector_norm(hv - e[:, None] * states, dim=1).max())
 
+
+def evolve(H, state: torch.Tensor, time: float, tol: float = 1e-12) -> torch.Tensor:
+    """exp(−i H t) ψ for a Hermitian Hamiltonian ``H`` and states ``(B, 2**n)`` (or ``(2**n,)``),
+    computed in complex128 by a Taylor series of H·ψ on ⌈Σ|c_j| |t|⌉ steps, with enough terms that
+    the error bound (steps · e / (m+1)!) is below ``tol``; returned in the state's dtype.
+    Differentiable in the state (each H·ψ is)."""
+    what = "evolve"
+    H = _as_hamiltonian(H, what)
+    if not H.is_hermitian:
+        c, p = H._non_hermitian_term()
+        raise ValueError(f"{what}: the Hamiltonian is not Hermitian (term {c!r} * {p} has a complex "
+                         f"coefficient): exp(-iHt) would not be unitary")
+    if not isinstance(state, torch.Tensor) or not state.is_complex():
+        raise TypeError(f"{what}: state must be a complex tensor (B, 2**n) or (2**n,), got "
+                        f"{type(state).__name__ if not isinstance(state, torch.Tensor) else state.dtype}")
+    dim = state.shape[-1] if state.dim() in (1, 2) else 0
+    if dim < 1 or dim & (dim - 1):
+        raise ValueError(f"{what}: state must have shape (B, 2**n) or (2**n,), got {tuple(state.shape)}")
+    n = dim.bit_length() - 1
+    if H.wires and max(H.wires) >= n:
+        raise ValueError(f"{what}: the Hamiltonian acts on wire {max(H.wires)} but the state has {n} qubits")
+    if isinstance(time, bool) or not isinstance(time, numbers.Real) or not math.isfinite(time):
+        raise ValueError(f"{what}: time must be a finite real number, got {time!r}")
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 < tol < 1:
+        raise ValueError(f"{what}: tol must be in (0, 1), got {tol!r}")
+    norm = sum(abs(complex(c)) for c, _ in H.terms)
+    steps = max(1, math.ceil(norm * abs(time)))
+    tau = time / steps
+    # ‖H τ‖ ≤ 1 on each step: the remainder after m terms is at most e / (m + 1)!
+    m, bound = 1, math.e / 2
+    while steps * bound > tol:
+        m += 1
+        bound /= m + 1
+    psi = state.to(torch.complex128)
+    for _ in range(steps):
+        term, total = psi, psi
+        for k in range(1, m + 1):
+            term = apply_hamiltonian(term, H) * (-1j * tau / k)
+            total = total + term
+        psi = total
+    return psi.to(state.dtype)

@@ -12,7 +12,7 @@ on single wires, diagonal and controlled slots.
   σ⁻¹, where the permutation σ takes the two levels to the states that differ in that wire only
   and have every other wire set; σ⁻¹ of one gate and σ of the next merge into one index table.
 
-Either way the dense gate would cut the program in two, costing a pass over the state and a
+Run as the dense gate, each would cut the program in two, costing a pass over the state and a
 Python call each. The adjoint of W D W† is W D† W†, of σ⁻¹ C(B) σ it is σ⁻¹ C(B†) σ.
 """
 from __future__ import annotations

@@ -820,6 +820,27 @@ def test_multi_rz_is_a_rotation_between_parity_permutations(dtype, atol):
     np.testing.assert_allclose(_np(c(x)), _oracle_from_zero(c, x), atol=atol)
 
 
+def test_controlled_diagonals_beyond_two_wires_are_controlled_slots(dtype, atol):
+    """CCRZ, a triply controlled P and a CCRZ from the input, adjoint too: controlled slots of one
+    program; against the oracle's controlled matrices."""
+    n, B = 5, 3
+    c = tql.Circuit(n, dtype=dtype)
+    for w in range(n):
+        c.ry(w, trainable=True)
+    c.add(tql.gates.controlled(tql.gates.RZ, 2), (4, 1, 2), trainable=True)
+    c.add(tql.gates.controlled(tql.gates.P, 3), (0, 3, 2, 4), trainable=True)
+    c.add(tql.gates.controlled(tql.gates.RZ, 2), (2, 0, 3), input=1)
+    c.append(tql.Circuit(n, dtype=dtype).add(tql.gates.controlled(tql.gates.P, 2), (1, 4, 0), trainable=True)
+             .inverse())
+    c.cp(1, 0, trainable=True)                  # two wires: still a diagonal slot
+    kinds = _one_program(c).code[:, 0].tolist()
+    assert kinds.count(5) == 3 and kinds.count(6) == 1 and kinds.count(3) == 1
+    with torch.no_grad():
+        c.weights.uniform_(-np.pi, np.pi)
+    x = torch.rand(B, n, dtype=REAL[dtype])
+    np.testing.assert_allclose(_np(c(x)), _oracle_from_zero(c, x), atol=atol)
+
+
 def test_a_state_whose_rows_do_not_match_the_per_sample_matrices_is_refused():
     n = 3
     rng, program, shared, batched, _ = _random_case(n, 4, 9, 7, torch.complex64)

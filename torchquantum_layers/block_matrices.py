@@ -166,7 +166,7 @@ def extra_slot_tables(circuit, plan, x, weights):
     parts = {False: [], True: []}
     for g in plan.extra_groups:
         angles = _group_angles(g, w, x, real, device)
-        if g.gate.kind == "diagonal":
+        if g.gate.kind == "diagonal" and len(g.ops[0].wires) == 2:  # a diagonal slot (else a controlled one)
             m = g.gate.diag_fn(angles, 2, dtype, None, device)
             m = (m.conj() if g.adjoint else m).reshape(*m.shape[:-1], 2, 2)
         else:

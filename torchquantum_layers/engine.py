@@ -197,9 +197,13 @@ def _diagonal_slot(op):
 
 
 def _controlled_slot(op):
-    """A gate controlled by any wires with a single-wire target (CRX, CRY, CRot, CU3, CH, CY)."""
+    """A gate controlled by any wires with a single-wire target (CRX, CRY, CRot, CU3, CH, CY, and
+    the diagonal ones beyond two wires: CCRZ, CCP)."""
     gate = op.gate
-    return gate.kind == "controlled" and gate.target.n_wires == 1 and not gate.takes_data
+    if gate.takes_data or not gate.n_controls or gate.target.n_wires != 1:
+        return False
+    # a parameter-free diagonal (CZ, CCZ) joins the index tables instead
+    return gate.kind == "controlled" or (gate.kind == "diagonal" and gate.n_params > 0 and not _diagonal_slot(op))
 
 
 def _programmable(op):

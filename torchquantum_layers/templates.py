@@ -36,7 +36,8 @@ from .kernels.state import COMPLEX_DTYPES, check_allocation
 
 __all__ = ["angle_encoding", "amplitude_encoding", "basis_encoding", "iqp_features", "iqp_encoding",
            "hardware_efficient", "strongly_entangling", "basic_entangler", "data_reuploading", "qft",
-           "qft_circuit", "entangler_pairs", "pauli_rotation", "trotter", "product_formula"]
+           "qft_circuit", "entangler_pairs", "pauli_rotation", "trotter", "product_formula",
+           "hamiltonian_variational"]
 
 CircuitLike = Union[Circuit, int]
 
@@ -555,4 +556,4 @@ def qaoa(problem, p: int, mixer: str = "x", **kwargs):
 
 
 # Hamiltonian evolution lives in its own module (it needs the observables); templates re-exports it
-from .trotter import pauli_rotation, product_formula, trotter  # noqa: E402
+from .trotter import hamiltonian_variational, pauli_rotation, product_formula, trotter  # noqa: E402

@@ -23,7 +23,7 @@ from .circuit import Circuit, Input, Param
 from .observables import Hamiltonian, PauliString
 from .templates import CircuitLike, _circuit, _number, _pos_int
 
-__all__ = ["pauli_rotation", "trotter", "product_formula"]
+__all__ = ["pauli_rotation", "trotter", "product_formula", "hamiltonian_variational"]
 
 
 def _pauli(pauli, what: str) -> PauliString:
@@ -130,6 +130,53 @@ def product_formula(n_terms: int, order: int = 1, n_steps: int = 1) -> list:
     return merged
 
 
+def _as_hamiltonian(h, what: str, where: str = "") -> Hamiltonian:
+    if isinstance(h, str):
+        try:
+            return Hamiltonian.from_string(h)
+        except ValueError as err:
+            raise ValueError(f"{what}{where}: {err}") from None
+    if isinstance(h, PauliString):
+        return Hamiltonian([h])
+    if not isinstance(h, Hamiltonian):
+        raise TypeError(f"{what}{where}: expected a Hamiltonian, a PauliString or their text, got {type(h).__name__}")
+    if not h.is_hermitian:
+        raise ValueError(f"{what}{where}: the Hamiltonian is not Hermitian (a complex coefficient): exp(-iHt) "
+                         f"would not be unitary")
+    return h
+
+
+def _real_terms(h: Hamiltonian) -> list:
+    """(real coefficient, PauliString) of the non-identity terms (identity: a global phase)."""
+    return [(float(complex(c).real), p) for c, p in h.simplify().terms if p.wires]
+
+
+def hamiltonian_variational(circuit: CircuitLike, groups, n_layers: int, init="small") -> Circuit:
+    """The Hamiltonian variational ansatz: ``n_layers`` times exp(−i θ_{l,k} H_k) for each group
+    H_k of ``groups`` in turn (Hamiltonians, Pauli strings or their text; the terms of one group
+    should commute, as the X and the ZZ parts of a transverse-field Ising model do, for the layer
+    to be that exponential exactly), one trainable θ per layer and group (``init`` as
+    :meth:`Circuit.parameter`). QAOA is the case of two groups, cost and mixer."""
+    what = "hamiltonian_variational"
+    circuit = _circuit(circuit, what)
+    if isinstance(groups, (str, PauliString, Hamiltonian)) or not hasattr(groups, "__iter__"):
+        raise TypeError(f"{what}: groups must be a list of Hamiltonians (one per generator), got "
+                        f"{type(groups).__name__}")
+    hams = [_as_hamiltonian(h, what, f" (group {k})") for k, h in enumerate(groups)]
+    if not hams:
+        raise ValueError(f"{what}: groups must not be empty")
+    n_layers = _pos_int(n_layers, "n_layers", what)
+    for k, h in enumerate(hams):
+        _check_support(circuit, h.wires, what, f"group {k}")
+    terms = [_real_terms(h) for h in hams]
+    for _ in range(n_layers):
+        for group in terms:
+            theta = circuit.parameter(init=init)
+            for coeff, pauli in group:
+                _append_rotation(circuit, pauli, Param(theta.index, 2 * coeff))
+    return circuit
+
+
 def trotter(circuit: CircuitLike, hamiltonian, time: float = 1.0, n_steps: int = 1, order: int = 1, *,
             trainable: bool = False, input: Optional[int] = None) -> Circuit:
     """Append a Trotter–Suzuki approximation of exp(−i H t) (module docstring): ``order`` 1 or
@@ -137,17 +184,9 @@ def trotter(circuit: CircuitLike, hamiltonian, time: float = 1.0, n_steps: int =
     ``time``) or ``x[:, input]``. Identity terms (a global phase) are left out."""
     what = "trotter"
     circuit = _circuit(circuit, what)
-    if isinstance(hamiltonian, (str, PauliString)):
-        hamiltonian = Hamiltonian.from_string(hamiltonian) if isinstance(hamiltonian, str) \
-            else Hamiltonian([hamiltonian])
-    if not isinstance(hamiltonian, Hamiltonian):
-        raise TypeError(f"{what}: expected a Hamiltonian, a PauliString or their text, got "
-                        f"{type(hamiltonian).__name__}")
-    if not hamiltonian.is_hermitian:
-        raise ValueError(f"{what}: the Hamiltonian is not Hermitian (a complex coefficient): exp(-iHt) "
-                         f"would not be unitary")
+    hamiltonian = _as_hamiltonian(hamiltonian, what)
     _check_support(circuit, hamiltonian.wires, what, "the Hamiltonian")
-    terms = [(float(complex(c).real), p) for c, p in hamiltonian.simplify().terms if p.wires]
+    terms = _real_terms(hamiltonian)
     sequence = product_formula(max(len(terms), 1), order, n_steps)
     source = _angle_source(circuit, time, trainable, input, what, "time")
     for j, fraction in (sequence if terms else ()):

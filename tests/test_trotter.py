@@ -41,9 +41,9 @@ def _state(c, **kw):
     return c(**kw).detach().cpu().numpy().astype(np.complex128)
 
 
-def test_one_first_order_step_is_the_product_of_the_term_exponentials(dtype):
+def test_one_first_order_step_is_the_product_of_the_term_exponentials(dtype, device):
     t = 0.9
-    c = tql.templates.trotter(tql.Circuit(N, dtype=dtype), _hamiltonian(), time=t)
+    c = tql.templates.trotter(tql.Circuit(N, dtype=dtype), _hamiltonian(), time=t).to(device)
     u = np.eye(2 ** N, dtype=complex)
     for coeff, label in TERMS:
         u = oracle.pauli_rotation(2 * coeff * t, label) @ u
@@ -74,13 +74,13 @@ def test_commuting_terms_evolve_exactly_in_one_step(dtype, atol):
 
 
 @pytest.mark.parametrize("label", ["X", "Y", "Z", "XY", "YZ", "ZX", "XYZ", "YYXZ", "XIYIZ"])
-def test_a_pauli_rotation_is_the_analytic_exponential(label, dtype, atol):
+def test_a_pauli_rotation_is_the_analytic_exponential(label, dtype, device, atol):
     n = len(label)
     spec = " ".join(f"{ch}{w}" for w, ch in enumerate(label) if ch != "I")
     rng = np.random.default_rng(len(label))
     psi = oracle.random_state(n, rng, batch=2)
-    c = tql.templates.pauli_rotation(tql.Circuit(n, dtype=dtype), spec, 0.8, scale=1.5)
-    out = c(state=torch.as_tensor(psi, dtype=dtype)).detach().numpy()
+    c = tql.templates.pauli_rotation(tql.Circuit(n, dtype=dtype), spec, 0.8, scale=1.5).to(device)
+    out = c(state=torch.as_tensor(psi, dtype=dtype, device=device)).detach().cpu().numpy()
     np.testing.assert_allclose(out, psi @ oracle.pauli_rotation(1.2, label).T, atol=atol)
 
 
@@ -115,9 +115,9 @@ def test_a_trainable_time_takes_the_gradient_of_the_evolution(diff_method, dtype
     assert float(c.weights.grad[0]) == pytest.approx(want, abs=tol)
 
 
-def test_an_input_time_evolves_each_sample_by_its_own_time(dtype, atol):
-    times = torch.tensor([[0.1, 0.0], [0.5, 0.0], [1.2, 0.0]], dtype=REAL[dtype])
-    c = tql.templates.trotter(tql.Circuit(N, dtype=dtype), _hamiltonian(), n_steps=2, order=2, input=0)
+def test_an_input_time_evolves_each_sample_by_its_own_time(dtype, device, atol):
+    times = torch.tensor([[0.1, 0.0], [0.5, 0.0], [1.2, 0.0]], dtype=REAL[dtype], device=device)
+    c = tql.templates.trotter(tql.Circuit(N, dtype=dtype), _hamiltonian(), n_steps=2, order=2, input=0).to(device)
     out = _state(c, x=times)
     for b, t in enumerate(times[:, 0].tolist()):
         fixed = tql.templates.trotter(tql.Circuit(N, dtype=dtype), _hamiltonian(), time=t, n_steps=2, order=2)
@@ -158,7 +158,7 @@ def test_bad_arguments_are_refused_by_name(call, error, match):
 
 # -- exact evolution (tql.exact.evolve) ---------------------------------------------------------
 @pytest.mark.parametrize("t", [0.0, 0.4, -1.7, 12.0])
-def test_exact_evolution_is_the_eigendecomposition_exponential(t, dtype, atol):
+def test_exact_evolution_is_the_eigendecomposition_exponential(t, dtype, device, atol):
     """exp(−iHt)ψ matrix-free against V e^{−iEt} V† ψ from the dense H's eigendecomposition; a
     constant term (a global phase) included."""
     terms = TERMS + [(0.35, "III")]
@@ -167,8 +167,9 @@ def test_exact_evolution_is_the_eigendecomposition_exponential(t, dtype, atol):
                                                 for c, label in terms))
     rng = np.random.default_rng(4)
     psi = oracle.random_state(N, rng, batch=3)
-    got = tql.exact.evolve(h, torch.as_tensor(psi, dtype=dtype), t)
-    assert got.dtype == dtype and got.shape == (3, 2 ** N)
+    got = tql.exact.evolve(h, torch.as_tensor(psi, dtype=dtype, device=device), t)
+    assert got.dtype == dtype and got.shape == (3, 2 ** N) and got.device.type == device
+    got = got.cpu()
     e, v = np.linalg.eigh(_dense(terms))
     want = psi @ (v @ np.diag(np.exp(-1j * e * t)) @ v.conj().T).T
     np.testing.assert_allclose(got.numpy(), want, atol=10 * atol)

@@ -140,6 +140,7 @@ def test_every_term_gets_the_whole_time_and_higher_orders_are_symmetric(order, n
 
 @pytest.mark.parametrize("call,error,match", [
     (lambda c: tql.templates.trotter(c, tql.Hamiltonian.from_string("(0.5+1j)*X0")), ValueError, "not Hermitian"),
+    (lambda c: tql.templates.trotter(c, "0.5j*X0 + Z1"), ValueError, "not Hermitian"),
     (lambda c: tql.templates.trotter(c, "Z0 Z3"), ValueError, "acts on wire 3 but the circuit has 3 wires"),
     (lambda c: tql.templates.trotter(c, "Z0", order=3), ValueError, "order must be 1 or even"),
     (lambda c: tql.templates.trotter(c, "Z0", n_steps=0), ValueError, "n_steps must be >= 1"),

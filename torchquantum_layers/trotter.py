@@ -133,11 +133,11 @@ def product_formula(n_terms: int, order: int = 1, n_steps: int = 1) -> list:
 def _as_hamiltonian(h, what: str, where: str = "") -> Hamiltonian:
     if isinstance(h, str):
         try:
-            return Hamiltonian.from_string(h)
+            h = Hamiltonian.from_string(h)
         except ValueError as err:
             raise ValueError(f"{what}{where}: {err}") from None
-    if isinstance(h, PauliString):
-        return Hamiltonian([h])
+    elif isinstance(h, PauliString):
+        h = Hamiltonian([h])
     if not isinstance(h, Hamiltonian):
         raise TypeError(f"{what}{where}: expected a Hamiltonian, a PauliString or their text, got {type(h).__name__}")
     if not h.is_hermitian:

@@ -160,6 +160,65 @@ def test_noiseless_circuit_equals_pure_state(fuse, dtype, device):
                                atol=20 * ATOL[dtype])
 
 
+def _dense_unitaries(c, x):
+    """Per sample, the circuit's dense unitary from the oracle's gate matrices (adjoints,
+    per-sample input angles and QubitUnitary matrices included)."""
+    n, w = c.n_wires, c.weights.detach().double().cpu().numpy()
+    xs = x.detach().double().cpu().numpy()
+    out = []
+    for b in range(xs.shape[0]):
+        ops = []
+        for op in c.ops:
+            if op.gate.takes_data:
+                u = as_np(c.data(op)).astype(complex)
+            else:
+                params = [a.scale * (w[a.index] if hasattr(a, "index") else xs[b, a.column]) if hasattr(a, "scale")
+                          else float(a) for a in op.angles]
+                u = O.gate_matrix(op.gate.name, *params, n_wires=len(op.wires))
+            ops.append((u.conj().T if op.adjoint else u, op.wires, []))
+        out.append(O.run_ops(ops, n, np.eye(2 ** n)).T)         # rows in: basis states; U = result^T
+    return out
+
+
+@pytest.mark.parametrize("fuse", [True, False], ids=["programs", "blocks"])
+def test_a_circuit_on_a_mixed_state_is_dense_conjugation(fuse, dtype, device):
+    """ρ → U ρ U† for a random circuit of every table gate (inputs, weights, an inverse part, a
+    QubitUnitary) on a random mixed ρ, against the oracle's dense U per sample. On the CPU with
+    fuse the segment runs as one program on 2n wires (U and conj(U), gates.conjugate)."""
+    from torchquantum_layers.mixed import simulate
+    rng = np.random.default_rng(21)
+    n, B = 3, 2
+    c, n_in = random_circuit(n, rng)
+    inverse_part, _ = random_circuit(n, rng, with_inputs=False)
+    c.append(inverse_part.inverse())
+    c.fuse = fuse
+    c = c.to(device)
+    c = c.double() if dtype == torch.complex128 else c
+    x = torch.as_tensor(rng.uniform(-3, 3, (B, max(n_in, 1))), device=device)
+    a = rng.normal(size=(B, 2 ** n, 2 ** n)) + 1j * rng.normal(size=(B, 2 ** n, 2 ** n))
+    rho = a @ a.conj().transpose(0, 2, 1)
+    rho /= np.trace(rho, axis1=1, axis2=2)[:, None, None]
+    out = mixed.run(c, x=x, state=torch.as_tensor(rho, dtype=dtype, device=device))
+    want = np.stack([u @ rho[b] @ u.conj().T for b, u in enumerate(_dense_unitaries(c, x))])
+    np.testing.assert_allclose(as_np(out), want, atol=20 * ATOL[dtype])
+    programs = fuse and device == "cpu" and tql.kernels.native.library() is not None
+    (segment,) = [item for kind, item in simulate._segments(c, None) if kind == "plan"]
+    assert (simulate._doubled(c, segment[1], segment[2]) is not None) == programs
+
+
+@pytest.mark.parametrize("name", sorted(n for n in G.GATES if not G.GATES[n].takes_data))
+def test_every_conjugate_gate_is_valid_and_conjugate(name, dtype):
+    """gates.conjugate: the checker passes (generator −G*, spectra, diagonal form, ...) and the
+    matrix is the conjugate of the gate's."""
+    gate = G.GATES[name]
+    conj = G.conjugate(gate)
+    tql.checks.assert_valid_gate(conj, dtype=dtype)
+    k = gate.n_wires or 3
+    p = tuple(torch.tensor(0.4 + 0.3 * i, dtype=torch.float64) for i in range(gate.n_params))
+    np.testing.assert_allclose(conj.matrix(p, n_wires=k, dtype=dtype).numpy(),
+                               gate.matrix(p, n_wires=k, dtype=dtype).numpy().conj(), atol=ATOL[dtype])
+
+
 def test_run_is_differentiable_and_matches_pure_gradients():
     rng = np.random.default_rng(11)
     c, n_in = random_circuit(3, rng)

@@ -8,7 +8,9 @@ OpenQASM 3 / Qiskit; the first wire of a gate is the most significant bit of its
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Optional
 
 import numpy as np
@@ -494,6 +496,24 @@ def check_unitary(matrix: torch.Tensor, what: str = "QubitUnitary") -> None:
     err = (m @ m.conj().transpose(-1, -2) - eye).abs().max()
     if not torch.isfinite(err) or err > tol:
         raise ValueError(f"{what}: matrix is not unitary (max |U U^dagger - I| = {float(err):.3g} > {tol:g})")
+
+
+@lru_cache(maxsize=None)
+def conjugate(gate: Gate) -> Gate:
+    """The gate whose matrix is the complex conjugate of ``gate``'s (same kind, wires and angles;
+    the generator −G*): what a density matrix's column index sees, U ρ U† being U ⊗ U* on vec ρ."""
+    def conj_of(fn):
+        return None if fn is None else (lambda *a: torch.conj_physical(fn(*a)))
+    spectra = tuple(tuple(sorted(-v for v in spec)) for spec in gate.spectra)
+    generator_fn = None if gate.generator_fn is None else (lambda k: -np.conj(gate.generator_fn(k)))
+    form = ()
+    if gate.diagonal_form:
+        diagonal, *per_wire = gate.diagonal_form
+        form = (conjugate(diagonal), *(tuple(conjugate(g) for g in fixed) for fixed in per_wire))
+    return dataclasses.replace(gate, name=gate.name + "*", matrix_fn=conj_of(gate.matrix_fn),
+                               diag_fn=conj_of(gate.diag_fn), block_fn=conj_of(gate.block_fn),
+                               generator_fn=generator_fn, spectra=spectra, diagonal_form=form,
+                               target=None if gate.target is None else conjugate(gate.target))
 
 
 def gate_key(gate: Gate):

@@ -48,10 +48,10 @@ def program_form(ops) -> list:
             add(Op(diagonal, op.wires, op.angles, op.data_key, op.adjoint))
             for b in reversed(basis):
                 add(Op(b.gate, b.wires, adjoint=not b.adjoint), basis=True)
-        elif gate is G.MULTIRZ and len(op.wires) > 2:
+        elif gate in _MULTI_RZ and len(op.wires) > 2:
             parity = _parity_gate(len(op.wires))
             add(Op(parity, op.wires))
-            add(Op(G.RZ, op.wires[-1:], op.angles, None, op.adjoint))
+            add(Op(_MULTI_RZ[gate], op.wires[-1:], op.angles, None, op.adjoint))
             add(Op(parity, op.wires, adjoint=True))
         elif gate.kind == "two-level" and not gate.takes_data:
             sigma, block, target = _two_level_parts(gate, len(op.wires))
@@ -62,6 +62,10 @@ def program_form(ops) -> list:
         else:
             add(op)
     return [op for op in out if op is not None]
+
+
+# MultiRZ -> RZ on the parity wire; the same for their conjugates (a density matrix's columns)
+_MULTI_RZ = {G.MULTIRZ: G.RZ, G.conjugate(G.MULTIRZ): G.conjugate(G.RZ)}
 
 
 @lru_cache(maxsize=None)

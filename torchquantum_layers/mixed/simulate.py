@@ -4,9 +4,12 @@
 ``0..n-1``, columns on ``n..2n-1``). A gate of the table is applied by the same kernel call as on
 a state vector, once on its row wires with ``U`` and once on the shifted column wires with
 ``conj(U)`` (a permutation is its own conjugate, a diagonal is conjugated, a controlled gate
-conjugates its target block). Running a circuit walks the engine's fused plan the same way, so
-fusion, grid tables and permutation gathers all serve density matrices too; channels, noise
-and mid-circuit measurements split the plan into segments.
+conjugates its target block). Channels, noise and mid-circuit measurements split a circuit
+into segments of gates. Where the engine runs local programs (the CPU with the native library),
+a segment runs as one state-vector circuit on 2n wires, each gate U on its wires and
+``gates.conjugate(U)`` on the shifted ones, so the whole segment is one program call; elsewhere
+(CUDA, ``fuse=False``) it walks the engine's fused plan the same way, so fusion, grid tables and
+permutation gathers serve density matrices too.
 """
 from __future__ import annotations
 
@@ -18,7 +21,9 @@ from typing import Optional
 import torch
 
 from ..block_matrices import single_wire_tables, step_matrix
-from ..engine import DEFAULT_MAX_FUSED_WIRES, _fuse, _tabulate, build_plan, perm_index
+from ..circuit import Circuit, Op
+from ..engine import DEFAULT_MAX_FUSED_WIRES, _fuse, _tabulate, build_plan, perm_index, run_circuit, uses_programs
+from ..gates import conjugate
 from ..kernels.apply import (apply_diagonal_unchecked, apply_matrix_unchecked, apply_permutation_unchecked,
                              check_wires, permute_span)
 from ..functional import prepare_gate_call
@@ -120,6 +125,26 @@ def _run_plan(circuit, plan, v, x, weights, n):
 _SEGMENT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+def _doubled(circuit, ops, cache):
+    """The segment as one state-vector circuit on 2n wires, each op U on its wires and conj(U)
+    (gates.conjugate) on the shifted ones, sharing the weights and matrices: where the engine
+    runs local programs (the CPU, kernels.program) a gate-only segment is then one program call
+    instead of a walk over its fused blocks. None where programs do not run."""
+    key = (circuit.dtype, str(circuit.device))
+    if key not in cache:
+        n = circuit.n_wires
+        twin = Circuit(2 * n, fuse=circuit.fuse)
+        twin.weights = circuit.weights
+        twin._real_marker = circuit._real_marker.clone()
+        for name, buf in circuit.named_buffers():
+            if name.startswith("_data"):
+                twin.register_buffer(name, buf)
+        twin.ops = [o for op in ops for o in (
+            op, Op(conjugate(op.gate), tuple(w + n for w in op.wires), op.angles, op.data_key, op.adjoint))]
+        cache[key] = twin if uses_programs(twin) else None
+    return cache[key]
+
+
 def _instructions(circuit):
     return list(getattr(circuit, "instructions", ()) or ())
 
@@ -129,7 +154,8 @@ def _noise_key(noise_model):
 
 
 def _segments(circuit, noise_model):
-    """[("plan", Plan) | ("inst", instruction)], cached per circuit, its length and noise model."""
+    """[("plan", (Plan, ops, {doubled circuits})) | ("inst", instruction)], cached per circuit, its
+    length and noise model."""
     insts = _instructions(circuit)
     fuse = circuit.fuse
     k = circuit.max_fused_wires or DEFAULT_MAX_FUSED_WIRES
@@ -138,7 +164,7 @@ def _segments(circuit, noise_model):
     if hit is not None and hit[0] == key:
         return hit[1]
     if not insts and noise_model is None:
-        segments = [("plan", build_plan(circuit))] if circuit.ops else []
+        segments = [("plan", (build_plan(circuit), list(circuit.ops), {}))] if circuit.ops else []
     else:
         at = defaultdict(list)
         for pos, inst in insts:
@@ -151,7 +177,7 @@ def _segments(circuit, noise_model):
                 if steps is None:
                     from ..engine import Step
                     steps = [Step("single", op.wires, [op]) for op in run_ops]
-                segments.append(("plan", _tabulate(steps)))
+                segments.append(("plan", (_tabulate(steps), list(run_ops), {})))
                 run_ops.clear()
 
         for i, op in enumerate(circuit.ops):
@@ -201,7 +227,13 @@ def _evolve(circuit, rho, x, weights, noise_model, generator):
     N = 2 ** n
     for kind, item in _segments(circuit, noise_model):
         if kind == "plan":
-            v = _run_plan(circuit, item, rho.reshape(rho.shape[0], -1), x, weights, n)
+            plan, ops, doubled = item
+            v = rho.reshape(rho.shape[0], -1)
+            twin = _doubled(circuit, ops, doubled)
+            if twin is not None:
+                v = run_circuit(twin, v, x, weights)
+            else:
+                v = _run_plan(circuit, plan, v, x, weights, n)
             rho = v.reshape(-1, N, N)
         else:
             rho = item.apply(rho, generator)

@@ -1,6 +1,7 @@
 """Timing helpers shared by the benchmarks: medians, ratios to a clone, machine description."""
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import platform
@@ -121,3 +122,22 @@ def keep_memory_if_asked(args) -> bool:
         return False
     from torchquantum_layers.runtime import keep_freed_memory
     return keep_freed_memory()
+
+
+@contextlib.contextmanager
+def programs_engine(on: bool):
+    """The CPU engine's local programs on or off (``engine.USE_PROGRAMS``) inside the block."""
+    from torchquantum_layers import engine
+    old = engine.USE_PROGRAMS
+    engine.USE_PROGRAMS = on
+    try:
+        yield
+    finally:
+        engine.USE_PROGRAMS = old
+
+
+def forward_and_step(forward, step, state, rounds):
+    """(forward s, forward / clone of ``state``, step s): both timed by :func:`paired`."""
+    ratio, t_fwd, _ = paired(forward, state, rounds, min_time=0.1)
+    _, t_step, _ = paired(step, state, rounds, min_time=0.1)
+    return t_fwd, ratio, t_step

@@ -19,9 +19,10 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
-from torchquantum_layers import engine, mixed  # noqa: E402
+from torchquantum_layers import mixed  # noqa: E402
 
-from common import add_runtime_flags, keep_memory_if_asked, machine, paired, set_threads, table, today  # noqa: E402
+from common import (add_runtime_flags, forward_and_step, keep_memory_if_asked, machine,  # noqa: E402
+                    programs_engine, set_threads, table, today)
 
 
 def circuit(n, layers):
@@ -32,9 +33,7 @@ def circuit(n, layers):
 
 
 def measure(n, layers, noisy, programs, rounds):
-    old = engine.USE_PROGRAMS
-    engine.USE_PROGRAMS = programs
-    try:
+    with programs_engine(programs):
         c = circuit(n, layers)
         noise = None
         if noisy:
@@ -51,11 +50,7 @@ def measure(n, layers, noisy, programs, rounds):
             c.zero_grad()
             mixed.expval(c, H, x=x, noise_model=noise).sum().backward()
         rho = torch.zeros(8, 4 ** n, dtype=torch.complex64)
-        ratio, t_fwd, _ = paired(forward, rho, rounds, min_time=0.1)
-        _, t_step, _ = paired(step, rho, rounds, min_time=0.1)
-        return len(c.ops), t_fwd, ratio, t_step
-    finally:
-        engine.USE_PROGRAMS = old
+        return (len(c.ops),) + forward_and_step(forward, step, rho, rounds)
 
 
 def main():

@@ -18,9 +18,9 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
-from torchquantum_layers import engine  # noqa: E402
 
-from common import add_runtime_flags, machine, paired, set_threads, table, today  # noqa: E402
+from common import (add_runtime_flags, forward_and_step, machine, programs_engine, set_threads,  # noqa: E402
+                    table, today)
 
 
 def heisenberg(n, delta=0.5, field=0.3):
@@ -32,9 +32,7 @@ def heisenberg(n, delta=0.5, field=0.3):
 
 
 def measure(n, steps, rounds, programs):
-    old = engine.USE_PROGRAMS
-    engine.USE_PROGRAMS = programs
-    try:
+    with programs_engine(programs):
         c = tql.templates.trotter(tql.Circuit(n), heisenberg(n), time=1.0, n_steps=steps, order=2, trainable=True)
         obs = tql.Hamiltonian([(1.0, f"Z{w}") for w in range(n)])
 
@@ -45,12 +43,7 @@ def measure(n, steps, rounds, programs):
         def gradient():
             c.zero_grad()
             tql.expval(c, obs).sum().backward()
-        state = tql.zero_state(n)
-        ratio, t_fwd, _ = paired(forward, state, rounds, min_time=0.1)
-        _, t_grad, _ = paired(gradient, state, rounds, min_time=0.1)
-        return len(c.ops), t_fwd, ratio, t_grad
-    finally:
-        engine.USE_PROGRAMS = old
+        return (len(c.ops),) + forward_and_step(forward, gradient, tql.zero_state(n), rounds)
 
 
 def main():

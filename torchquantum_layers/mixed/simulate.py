@@ -21,7 +21,7 @@ from typing import Optional
 import torch
 
 from ..block_matrices import single_wire_tables, step_matrix
-from ..circuit import Circuit, Op
+from ..circuit import Op
 from ..engine import DEFAULT_MAX_FUSED_WIRES, _fuse, _tabulate, build_plan, perm_index, run_circuit, uses_programs
 from ..gates import conjugate
 from ..kernels.apply import (apply_diagonal_unchecked, apply_matrix_unchecked, apply_permutation_unchecked,
@@ -133,14 +133,8 @@ def _doubled(circuit, ops, cache):
     key = (circuit.dtype, str(circuit.device))
     if key not in cache:
         n = circuit.n_wires
-        twin = Circuit(2 * n, fuse=circuit.fuse)
-        twin.weights = circuit.weights
-        twin._real_marker = circuit._real_marker.clone()
-        for name, buf in circuit.named_buffers():
-            if name.startswith("_data"):
-                twin.register_buffer(name, buf)
-        twin.ops = [o for op in ops for o in (
-            op, Op(conjugate(op.gate), tuple(w + n for w in op.wires), op.angles, op.data_key, op.adjoint))]
+        twin = circuit._sharing([o for op in ops for o in (
+            op, Op(conjugate(op.gate), tuple(w + n for w in op.wires), op.angles, op.data_key, op.adjoint))], 2 * n)
         cache[key] = twin if uses_programs(twin) else None
     return cache[key]
 

@@ -1,0 +1,290 @@
+"""Quantum trajectories (tql.mixed.trajectories) against dense NumPy density matrices.
+
+The oracle runs the same noisy circuit as ρ → Σ K ρ K† with Kronecker-product operators
+(tests/oracle.py, the textbook Kraus operators of test_mixed.np_kraus). Trajectory averages are
+random: each comparison allows 5 standard errors (estimated from the trajectories themselves, or
+from independent repeats for gradients), with fixed seeds so that every run is the same.
+"""
+import numpy as np
+import pytest
+import torch
+
+import torchquantum_layers as tql
+from torchquantum_layers import mixed
+from torchquantum_layers.mixed import trajectories
+
+from . import oracle as O
+from .conftest import REAL
+from .test_mixed import apply_kraus_np, np_kraus
+
+N_WIRES = 3
+CNOT_NP = O.controlled_matrix(O.X)
+OBSERVABLES = ["Z0", "Z1", "X0 X1", "Y2", "Z0 Z2"]
+
+
+def _channel(name, args):
+    if name == "cnot_mixture":        # a mixed-unitary channel whose unitary is not a product of one-wire ones
+        p, = args
+        return (mixed.kraus_channel([np.sqrt(1 - p) * np.eye(4), np.sqrt(p) * CNOT_NP]),
+                [np.sqrt(1 - p) * np.eye(4), np.sqrt(p) * CNOT_NP])
+    if name == "depolarizing2":
+        p, = args
+        paulis = [O.kron(O.PAULI[a], O.PAULI[b]) for a in "IXYZ" for b in "IXYZ"]
+        return mixed.depolarizing(p, n_wires=2), [np.sqrt(1 - p) * paulis[0]] + [np.sqrt(p / 15) * m for m in paulis[1:]]
+    return getattr(mixed, name)(*args), np_kraus(name, *args)
+
+
+# each case: (gate / channel sequence, whether all its noise folds into U3 gates)
+CASES = {
+    "pauli": ([("depolarizing", (0.2,), (0,)), ("bit_flip", (0.3,), (1,)), ("pauli_channel", (0.1, 0.15, 0.05), (2,)),
+               ("depolarizing2", (0.3,), (1, 2))], True),
+    "damping": ([("amplitude_damping", (0.4,), (0,)), ("phase_damping", (0.5,), (1,)),
+                 ("generalized_amplitude_damping", (0.3, 0.6), (2,)), ("cnot_mixture", (0.3,), (2, 0))], False),
+}
+
+
+def _noisy_program(case):
+    """[(kind, ...)]: RY(x_w) on every wire, then twice (RX θ, RZ θ on every wire, CNOT ring, the
+    case's channels)."""
+    chans, _ = CASES[case]
+    rng = np.random.default_rng(7)
+    prog = [("input", w) for w in range(N_WIRES)]
+    for _ in range(2):
+        for w in range(N_WIRES):
+            prog += [("RX", w, float(rng.uniform(-3, 3))), ("RZ", w, float(rng.uniform(-3, 3)))]
+        prog += [("CNOT", (w, (w + 1) % N_WIRES)) for w in range(N_WIRES)]
+        prog += [("channel",) + c for c in chans]
+    return prog
+
+
+def _build(prog, dtype, device):
+    c = tql.MixedCircuit(N_WIRES)
+    for item in prog:
+        if item[0] == "input":
+            c.ry(item[1], input=item[1])
+        elif item[0] == "CNOT":
+            c.cnot(*item[1])
+        elif item[0] == "channel":
+            c.channel(_channel(item[1], item[2])[0], item[3])
+        else:
+            c.add(item[0], item[1], trainable=True, init=item[2])
+    return _placed(c, dtype, device)
+
+
+def _placed(c, dtype, device):
+    c = c.to(device)
+    return c.double() if dtype == torch.complex128 else c
+
+
+def _dense(prog, x_row, angles=None):
+    """ρ_out of one sample by dense Kraus sums; ``angles`` overrides the trainable ones in order."""
+    d = 2 ** N_WIRES
+    rho = np.zeros((d, d), dtype=np.complex128)
+    rho[0, 0] = 1
+    it = iter(angles) if angles is not None else None
+    for item in prog:
+        if item[0] == "channel":
+            rho = apply_kraus_np(rho, _channel(item[1], item[2])[1], item[3], N_WIRES)
+            continue
+        if item[0] == "input":
+            u, wires = O.ry(x_row[item[1]]), (item[1],)
+        elif item[0] == "CNOT":
+            u, wires = CNOT_NP, item[1]
+        else:
+            t = next(it) if it is not None else item[2]
+            u, wires = (O.rx if item[0] == "RX" else O.rz)(t), (item[1],)
+        U = O.full_operator(u, wires, N_WIRES)
+        rho = U @ rho @ U.conj().T
+    return rho
+
+
+def _dense_expvals(prog, x, angles=None):
+    obs = [O.pauli_matrix("".join(dict((t[0], t[1]) for t in [(int(s[1:]), s[0]) for s in o.split()]).get(w, "I")
+                                  for w in range(N_WIRES))) for o in OBSERVABLES]
+    return np.array([[np.trace(m @ _dense(prog, xr, angles)).real for m in obs] for xr in x])
+
+
+def _hams():
+    return [tql.Hamiltonian(o) for o in OBSERVABLES]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_trajectory_average_matches_dense_density_matrix(case, dtype, device):
+    prog = _noisy_program(case)
+    c = _build(prog, dtype, device)
+    x = torch.tensor([[0.3, -1.1, 2.0], [1.4, 0.2, -0.7]], dtype=REAL[dtype], device=device)
+    assert (trajectories._folded(c, None) is not None) == CASES[case][1]
+    g = torch.Generator().manual_seed(11)
+    est, se = trajectories.expval(c, _hams(), x=x, n_trajectories=6000, generator=g, return_std=True)
+    exact = _dense_expvals(prog, x.double().cpu().numpy())
+    err = np.abs(est.detach().double().cpu().numpy() - exact)
+    assert (err <= 5 * se.double().cpu().numpy() + 1e-4).all(), (err, se)
+    assert float(se.max()) < 0.02          # the estimate is informative, not vacuous
+    # the same seed gives the same trajectories
+    again = trajectories.expval(c, _hams(), x=x, n_trajectories=6000, generator=torch.Generator().manual_seed(11))
+    assert torch.equal(again, est)
+
+
+def test_states_are_normalised_branches_and_average_to_rho(dtype, device):
+    prog = _noisy_program("damping")
+    c = _build(prog, dtype, device)
+    x = torch.tensor([[0.5, 1.0, -0.4]], dtype=REAL[dtype], device=device)
+    psi = trajectories.run(c, x=x, n_trajectories=3000, generator=torch.Generator().manual_seed(3))
+    assert psi.shape == (1, 3000, 2 ** N_WIRES)
+    norms = psi.abs().pow(2).sum(-1)
+    assert torch.allclose(norms, torch.ones_like(norms), atol=1e-4 if dtype == torch.complex64 else 1e-10)
+    p = psi[0].detach().cpu().numpy().astype(np.complex128)
+    rho = np.einsum("ti,tj->ij", p, p.conj()) / p.shape[0]
+    assert np.abs(rho - _dense(prog, x[0].double().cpu().numpy())).max() < 0.04
+
+
+def test_branch_probabilities_follow_the_state(device):
+    """Full amplitude damping of |1⟩ takes every trajectory to |0⟩; measuring a Bell pair leaves
+    each trajectory in |00⟩ or |11⟩, as its recorded outcome says, with frequencies 1/2."""
+    c = tql.MixedCircuit(2).to(device=device)
+    c.x(0)
+    c.channel(mixed.amplitude_damping(1.0), 0)
+    psi = trajectories.run(c, n_trajectories=64, generator=torch.Generator().manual_seed(0))
+    assert torch.allclose(psi[0, :, 0].abs(), torch.ones(64, device=device), atol=1e-6)
+
+    bell = tql.MixedCircuit(2).to(device=device)
+    bell.h(0)
+    bell.cnot(0, 1)
+    bell.measure([0, 1], collapse=True)
+    psi = trajectories.run(bell, n_trajectories=2000, generator=torch.Generator().manual_seed(1))
+    wires, outcomes = bell.last_outcomes[0]
+    assert wires == (0, 1) and outcomes.shape == (1, 2000)
+    assert set(outcomes.unique().tolist()) == {0, 3}
+    amps = psi[0].abs()
+    assert torch.allclose(amps[torch.arange(2000, device=device), outcomes[0]], torch.ones(2000, device=device), atol=1e-6)
+    assert abs(float((outcomes == 3).double().mean()) - 0.5) < 5 * 0.5 / 2000 ** 0.5
+
+    reset = tql.MixedCircuit(2).to(device=device)
+    reset.h(0)
+    reset.x(1)
+    reset.reset([0, 1])
+    psi = trajectories.run(reset, n_trajectories=50, generator=torch.Generator().manual_seed(2))
+    assert torch.allclose(psi[0, :, 0].abs(), torch.ones(50, device=device), atol=1e-6)
+
+
+def _grad_estimates(c, x, repeats, T, seed):
+    grads = []
+    for r in range(repeats):
+        c.zero_grad()
+        trajectories.expval(c, _hams(), x=x, n_trajectories=T,
+                            generator=torch.Generator().manual_seed(seed + r)).sum().backward()
+        grads.append(c.weights.grad.detach().double().cpu().numpy().copy())
+    g = np.array(grads)
+    return g.mean(0), g.std(0, ddof=1) / np.sqrt(repeats)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_gradient_is_an_unbiased_estimate(case, device):
+    """Including where branch probabilities depend on the angles (amplitude damping): the
+    1/√p scaling with p held fixed brings the score-function part of the gradient."""
+    prog = _noisy_program(case)
+    c = _build(prog, torch.complex128, device)
+    x = torch.tensor([[0.3, -1.1, 2.0]], dtype=torch.float64, device=device)
+    mean, se = _grad_estimates(c, x, repeats=8, T=1500, seed=100)
+    theta = c.weights.detach().double().cpu().numpy()
+    xs, h = x.cpu().numpy(), 1e-5
+    exact = np.array([(_dense_expvals(prog, xs, theta + h * e).sum() - _dense_expvals(prog, xs, theta - h * e).sum())
+                      / (2 * h) for e in np.eye(len(theta))])
+    assert (np.abs(mean - exact) <= 5 * se + 2e-4).all(), (mean, exact, se)
+    assert np.abs(exact).max() > 0.05
+
+
+def test_folded_noise_takes_every_diff_method(dtype, device):
+    """Pauli noise folded into U3 gates: every trajectory is a unitary circuit, so adjoint and
+    parameter-shift give backprop's gradient on the same draws."""
+    c = _build(_noisy_program("pauli"), dtype, device)
+    x = torch.tensor([[0.3, -1.1, 2.0], [0.1, 0.4, 0.9]], dtype=REAL[dtype], device=device)
+    grads = {}
+    for method in ("backprop", "adjoint", "parameter-shift"):
+        c.zero_grad()
+        v = trajectories.expval(c, _hams(), x=x, n_trajectories=16, generator=torch.Generator().manual_seed(5),
+                                diff_method=method)
+        v.sum().backward()
+        grads[method] = (v.detach(), c.weights.grad.clone())
+    tol = 1e-4 if dtype == torch.complex64 else 1e-9
+    for method in ("adjoint", "parameter-shift"):
+        assert torch.allclose(grads[method][0], grads["backprop"][0], atol=tol)
+        assert torch.allclose(grads[method][1], grads["backprop"][1], atol=10 * tol)
+
+
+def test_noise_model_on_a_plain_circuit(dtype, device):
+    """A NoiseModel's channels after every CNOT, on a plain Circuit: the trajectories' average
+    against the dense oracle with the channels written in after each CNOT."""
+    n = N_WIRES
+    c = tql.Circuit(n)
+    for w in range(n):
+        c.ry(w, 0.4 + w)
+        c.cnot(w, (w + 1) % n)
+    noise = tql.NoiseModel().add(mixed.depolarizing(0.25), gates="CNOT")
+    c = _placed(c, dtype, device)
+    est, se = trajectories.expval(c, _hams(), noise_model=noise, n_trajectories=6000,
+                                  generator=torch.Generator().manual_seed(9), return_std=True)
+    d = 2 ** n
+    rho = np.zeros((d, d), dtype=np.complex128)
+    rho[0, 0] = 1
+    for w in range(n):
+        for u, wires in ((O.ry(0.4 + w), (w,)), (CNOT_NP, (w, (w + 1) % n))):
+            U = O.full_operator(u, wires, n)
+            rho = U @ rho @ U.conj().T
+        for v in (w, (w + 1) % n):
+            rho = apply_kraus_np(rho, np_kraus("depolarizing", 0.25), (v,), n)
+    obs = [O.pauli_matrix(s) for s in ("ZII", "IZI", "XXI", "IIY", "ZIZ")]
+    exact = np.array([[np.trace(m @ rho).real for m in obs]])
+    err = np.abs(est.double().cpu().numpy() - exact)
+    assert (err <= 5 * se.double().cpu().numpy() + 1e-4).all(), (err, se)
+
+
+def test_trainable_noise_strength_gets_its_gradient():
+    gamma = torch.tensor(0.3, dtype=torch.float64, requires_grad=True)
+    vals = []
+    for r in range(8):
+        gamma.grad = None
+        c = tql.MixedCircuit(1).double()        # the channel's Kraus operators: a graph from gamma
+        c.ry(0, 1.1)
+        c.channel(mixed.amplitude_damping(gamma), 0)
+        c.rx(0, 0.7)
+        trajectories.expval(c, tql.Hamiltonian("Z0"), n_trajectories=4000,
+                            generator=torch.Generator().manual_seed(r)).sum().backward()
+        vals.append(float(gamma.grad))
+
+    def exact(g):
+        rho = np.zeros((2, 2), dtype=np.complex128)
+        rho[0, 0] = 1
+        rho = O.ry(1.1) @ rho @ O.ry(1.1).conj().T
+        rho = apply_kraus_np(rho, np_kraus("amplitude_damping", g), (0,), 1)
+        rho = O.rx(0.7) @ rho @ O.rx(0.7).conj().T
+        return np.trace(O.Z @ rho).real
+    want = (exact(0.3 + 1e-6) - exact(0.3 - 1e-6)) / 2e-6
+    assert abs(np.mean(vals) - want) <= 5 * np.std(vals, ddof=1) / np.sqrt(8) + 1e-3
+
+
+def test_mixed_unitary_channels_are_recognised():
+    assert trajectories._constant_probabilities(mixed.depolarizing(0.3).kraus) is not None
+    assert trajectories._constant_probabilities(mixed.pauli_channel(0.1, 0.2, 0.3).kraus) is not None
+    assert trajectories._constant_probabilities(mixed.amplitude_damping(0.3).kraus) is None
+    assert trajectories._fold_table(mixed.depolarizing(0.2, n_wires=2).kraus) is not None
+    assert trajectories._fold_table(_channel("cnot_mixture", (0.3,))[0].kraus) is None
+
+
+def test_bad_input_is_named():
+    c = tql.MixedCircuit(2)
+    c.h(0)
+    c.channel(mixed.amplitude_damping(0.2), 0)
+    for bad in (0, -3, True, 2.5):
+        with pytest.raises(ValueError, match="n_trajectories"):
+            trajectories.run(c, n_trajectories=bad)
+    with pytest.raises(TypeError, match="density matrix"):
+        trajectories.run(c, state=mixed.zero_density(2))
+    with pytest.raises(ValueError, match="backprop"):
+        trajectories.expval(c, tql.Hamiltonian("Z0"), diff_method="adjoint")
+    with pytest.raises(TypeError, match="generator"):
+        trajectories.run(c, generator=3)
+    with pytest.raises(ValueError, match="weights"):
+        trajectories.run(c, weights=torch.zeros(5))
+    with pytest.raises(ValueError, match="wire"):
+        trajectories.expval(c, tql.Hamiltonian("Z3"))

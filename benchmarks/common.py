@@ -141,3 +141,21 @@ def forward_and_step(forward, step, state, rounds):
     ratio, t_fwd, _ = paired(forward, state, rounds, min_time=0.1)
     _, t_step, _ = paired(step, state, rounds, min_time=0.1)
     return t_fwd, ratio, t_step
+
+
+def layered_circuit_args(doc, sizes, rounds, **extra):
+    """Parse the flags of the layered-circuit benchmarks (--sizes, --layers, --rounds, ``extra``
+    int flags with their defaults, runtime flags), apply the runtime ones and print the header."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--sizes", default=sizes)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    for name, default in extra.items():
+        ap.add_argument(f"--{name}", type=int, default=default)
+    add_runtime_flags(ap)
+    args = ap.parse_args()
+    set_threads(args)
+    kept = keep_memory_if_asked(args)
+    print(f"{today()}, {machine()}, B = 8, {args.layers} layers{', freed memory kept' if kept else ''}")
+    return args

@@ -11,7 +11,6 @@ over a ``torch.clone`` of ρ in the same rounds.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -21,8 +20,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
 from torchquantum_layers import mixed  # noqa: E402
 
-from common import (add_runtime_flags, forward_and_step, keep_memory_if_asked, machine,  # noqa: E402
-                    programs_engine, set_threads, table, today)
+from common import forward_and_step, layered_circuit_args, programs_engine, table  # noqa: E402
+
 
 
 def circuit(n, layers):
@@ -54,15 +53,7 @@ def measure(n, layers, noisy, programs, rounds):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="4,6,8")
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--rounds", type=int, default=5)
-    add_runtime_flags(ap)
-    args = ap.parse_args()
-    set_threads(args)
-    kept = keep_memory_if_asked(args)
-    print(f"{today()}, {machine()}, B = 8, {args.layers} layers{', freed memory kept' if kept else ''}")
+    args = layered_circuit_args(__doc__, "4,6,8", 5)
     rows = []
     for n in (int(v) for v in args.sizes.split(",")):
         for noisy in (False, True):

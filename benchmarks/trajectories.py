@@ -13,7 +13,6 @@ B · T trajectory rows in the same rounds.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -23,8 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
 from torchquantum_layers import mixed  # noqa: E402
 
-from common import (add_runtime_flags, forward_and_step, keep_memory_if_asked, machine, set_threads,  # noqa: E402
-                    table, today)
+from common import forward_and_step, layered_circuit_args, table  # noqa: E402
+
 
 
 def setup(n, layers, channel):
@@ -74,16 +73,7 @@ def measure(n, layers, channel, T, rounds):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="6,8,12,16")
-    ap.add_argument("--layers", type=int, default=4)
-    ap.add_argument("--trajectories", type=int, default=128)
-    ap.add_argument("--rounds", type=int, default=3)
-    add_runtime_flags(ap)
-    args = ap.parse_args()
-    set_threads(args)
-    kept = keep_memory_if_asked(args)
-    print(f"{today()}, {machine()}, B = 8, {args.layers} layers{', freed memory kept' if kept else ''}")
+    args = layered_circuit_args(__doc__, "6,8,12,16", 3, trajectories=128)
     rows = []
     for n in (int(v) for v in args.sizes.split(",")):
         for channel in ("depolarizing", "amplitude damping"):

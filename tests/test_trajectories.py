@@ -263,6 +263,16 @@ def test_trainable_noise_strength_gets_its_gradient():
     assert abs(np.mean(vals) - want) <= 5 * np.std(vals, ddof=1) / np.sqrt(8) + 1e-3
 
 
+def test_a_noise_free_circuit_gives_its_exact_values(dtype, device):
+    c = _placed(tql.Circuit(2), dtype, device)
+    c.h(0)
+    c.cnot(0, 1)
+    est = trajectories.expval(c, [tql.Hamiltonian("Z0 Z1"), tql.Hamiltonian("X0 X1"), tql.Hamiltonian("Z0")],
+                              n_trajectories=5)
+    want = torch.tensor([1.0, 1.0, 0.0], dtype=REAL[dtype], device=device)
+    assert est.shape == (1, 3) and torch.allclose(est[0], want, atol=1e-5)
+
+
 def test_mixed_unitary_channels_are_recognised():
     assert trajectories._constant_probabilities(mixed.depolarizing(0.3).kraus) is not None
     assert trajectories._constant_probabilities(mixed.pauli_channel(0.1, 0.2, 0.3).kraus) is not None

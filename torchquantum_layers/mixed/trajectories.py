@@ -85,10 +85,10 @@ class _Branches:
         self.effects = None if c is not None else (self.kraus.conj().transpose(-1, -2) @ self.kraus).detach()
 
 
-def _draw(rows: int, generator, device, dtype) -> torch.Tensor:
-    """Uniforms in (0, 1] per row, from ``generator`` (on its own device) moved to ``device``."""
+def _draw(shape, generator, device, dtype) -> torch.Tensor:
+    """Uniforms in (0, 1] of ``shape``, from ``generator`` (on its own device) moved to ``device``."""
     where = generator.device if generator is not None else device
-    u = torch.rand(rows, 1, generator=generator, device=where, dtype=dtype)
+    u = torch.rand(shape, generator=generator, device=where, dtype=dtype)
     return (1 - u).to(device)
 
 
@@ -107,7 +107,7 @@ def _branch(psi, kraus, wires, n, generator):
         # p_k = Tr(K_k† K_k ρ_w): the squared norm of the branch, from one pass over the state
         p = torch.einsum("kij,rji->rk", b.effects, rho).real.clamp_min(0)
     cdf = p.cumsum(-1)
-    u = _draw(rows, generator, psi.device, p.dtype) * cdf[:, -1:]
+    u = _draw((rows, 1), generator, psi.device, p.dtype) * cdf[:, -1:]
     k = (u > cdf).sum(-1).clamp(max=m - 1)
     pk = p.gather(1, k[:, None]).clamp_min(torch.finfo(p.dtype).tiny)
     mats = b.kraus[k] * pk.rsqrt()[:, :, None].to(psi.dtype)        # (R, d, d): K_k / √p_k, p_k held fixed
@@ -234,8 +234,7 @@ class _Folded:
         parts = [] if x is None else [x[:, :self.first]]
         if self.n_channels:
             cdf, table, last, src = self.tables(dtype, device)
-            where = generator.device if generator is not None else device
-            u = (1 - torch.rand(rows, self.n_channels, generator=generator, device=where, dtype=dtype)).to(device)
+            u = _draw((rows, self.n_channels), generator, device, dtype)
             k = torch.minimum((u[:, :, None] > cdf).sum(-1), last)                    # (rows, channels)
             angles = table[torch.arange(self.n_channels, device=device), k]            # (rows, channels, w * 3)
             parts.append(angles.reshape(rows, -1)[:, src])
@@ -423,8 +422,8 @@ def expval(circuit, observables, x=None, state=None, noise_model=None, n_traject
         x = folded.inputs(x, B * T, generator, REAL_OF[circuit.dtype], circuit.device)
         values = circuit_expval(folded.circuit or circuit, hams, x=x, state=psi, diff_method=diff_method,
                                 shots=shots, generator=generator if shots else None, weights=weights)
-        values = values.reshape(B * T, -1) if values.dim() == 2 else values.reshape(B * T, 1)
-        if values.shape[0] != B * T:
+        values = values.reshape(values.shape[0], -1)
+        if values.shape[0] != B * T:        # no inputs and no noise: one row for every trajectory
             values = values.expand(B * T, -1)
     values = values.reshape(B, T, -1)
     mean = values.mean(1)

@@ -325,6 +325,8 @@ def test_bad_input():
         circuit_expval(c, PauliString("Z0"), diff_method="adjoint", shots=100)
     with pytest.raises(ValueError, match="weights of shape"):
         circuit_expval(c, PauliString("Z0"), weights=torch.zeros(3))
+    with pytest.raises(TypeError, match="expval: weights must be a tensor"):
+        circuit_expval(c, PauliString("Z0"), weights=[0.1])
     with pytest.raises(ValueError, match="acts on 3 wires"):
         circuit_expval(c, PauliString("Z2"))
     with pytest.raises(TypeError, match="observable"):

@@ -372,6 +372,18 @@ class Circuit(nn.Module):
                 state = state.expand(x.shape[0], -1)   # the output batch is always x's
         return x, state, squeeze
 
+    def weights_or(self, weights, what: str) -> torch.Tensor:
+        """``weights`` (a stand-in for ``self.weights`` in one call) after a shape check, or
+        ``self.weights`` when None; ``what`` names the calling function in the error."""
+        if weights is None:
+            return self.weights
+        if not isinstance(weights, torch.Tensor):
+            raise TypeError(f"{what}: weights must be a tensor, got {type(weights).__name__}")
+        if weights.shape != self.weights.shape:
+            raise ValueError(f"{what}: weights of shape {tuple(weights.shape)} do not match the circuit's "
+                             f"{tuple(self.weights.shape)}")
+        return weights
+
     def angle_values(self, op: Op, x, weights=None):
         """Real tensors for the op's angles: shape () for shared angles, (B,) for input ones."""
         w = self.weights if weights is None else weights

@@ -93,11 +93,7 @@ def circuit_expval(circuit, observables, x=None, state=None, diff_method="backpr
         raise ValueError("expval: diff_method='adjoint' needs exact expectations; with shots use "
                          "'parameter-shift' (as hardware would) or 'backprop' for a value only")
     x, state, squeeze = circuit.prepare(x, state, materialize=diff_method == "parameter-shift")
-    if weights is None:
-        weights = circuit.weights
-    elif weights.shape != circuit.weights.shape:
-        raise ValueError(f"expval: weights of shape {tuple(weights.shape)} do not match the circuit's "
-                         f"{tuple(circuit.weights.shape)}")
+    weights = circuit.weights_or(weights, "expval")
     if diff_method == "backprop":
         psi = run_circuit(circuit, state, x, weights)
         values = expectation(psi, obs, shots=shots, generator=generator)

@@ -245,11 +245,7 @@ def run(circuit, x=None, state=None, noise_model=None, generator: Optional[torch
     """
     noise_model = _resolve_noise(circuit, noise_model)
     x, rho = _prepare(circuit, x, state)
-    if weights is None:
-        weights = circuit.weights
-    elif weights.shape != circuit.weights.shape:
-        raise ValueError(f"run: weights of shape {tuple(weights.shape)} do not match the circuit's "
-                         f"{tuple(circuit.weights.shape)}")
+    weights = circuit.weights_or(weights, "run")
     return _evolve(circuit, rho, x, weights, noise_model, generator)
 
 
@@ -523,11 +519,7 @@ def expval(circuit, observables, x=None, state=None, diff_method: str = "backpro
     squeeze = isinstance(x, torch.Tensor) and x.dim() == 1
     noise_model = _resolve_noise(circuit, noise_model)
     x, rho = _prepare(circuit, x, state, "expval")
-    if weights is None:
-        weights = circuit.weights
-    elif weights.shape != circuit.weights.shape:
-        raise ValueError(f"expval: weights of shape {tuple(weights.shape)} do not match the circuit's "
-                         f"{tuple(circuit.weights.shape)}")
+    weights = circuit.weights_or(weights, "expval")
     if diff_method == "backprop":
         out = _evolve(circuit, rho, x, weights, noise_model, generator if shots is None else None)
         values = expectation(out, hams, shots=shots, generator=generator)

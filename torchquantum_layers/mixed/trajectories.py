@@ -37,7 +37,7 @@ from ..circuit import Input, Op
 from ..engine import run_circuit
 from ..grad import circuit_expval
 from ..kernels.apply import apply_matrix_unchecked
-from ..kernels.state import REAL_OF, check_allocation
+from ..kernels.state import REAL_OF, check_allocation, zero_state
 from ..measure import reduced_density_matrix
 from ..observables import expectation
 from .simulate import _check_observables, _instructions, _noise_key, _observables, _resolve_noise, _segments
@@ -330,29 +330,18 @@ def _evolve(circuit, x, psi, weights, noise_model, generator, rows, T):
             psi = run_circuit(_segment_circuit(circuit, ops, cache), psi, x, weights)
         else:
             if psi is None:
-                psi = torch.zeros(1, 2 ** n, dtype=circuit.dtype, device=circuit.device)
-                psi[:, 0] = 1
+                psi = zero_state(n, dtype=circuit.dtype, device=circuit.device)
             if psi.shape[0] != rows:
                 psi = psi.expand(rows, -1).contiguous()
             psi = _instruction(psi, item, n, generator, T)
     if psi is None:
-        psi = torch.zeros(1, 2 ** n, dtype=circuit.dtype, device=circuit.device)
-        psi[:, 0] = 1
+        psi = zero_state(n, dtype=circuit.dtype, device=circuit.device)
     return psi.expand(rows, -1) if psi.shape[0] != rows else psi
 
 
 def _check_generator(generator, what):
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"{what}: generator must be a torch.Generator, got {type(generator).__name__}")
-
-
-def _weights(circuit, weights, what):
-    if weights is None:
-        return circuit.weights
-    if weights.shape != circuit.weights.shape:
-        raise ValueError(f"{what}: weights of shape {tuple(weights.shape)} do not match the circuit's "
-                         f"{tuple(circuit.weights.shape)}")
-    return weights
 
 
 def run(circuit, x=None, state=None, noise_model=None, n_trajectories: int = 64,
@@ -369,7 +358,7 @@ def run(circuit, x=None, state=None, noise_model=None, n_trajectories: int = 64,
     T = _count(n_trajectories)
     _check_generator(generator, what)
     noise_model = _resolve_noise(circuit, noise_model)
-    weights = _weights(circuit, weights, what)
+    weights = circuit.weights_or(weights, what)
     if hasattr(circuit, "last_outcomes"):
         circuit.last_outcomes = []
     x, psi, B = _start(circuit, x, state, T, what)
@@ -417,7 +406,7 @@ def expval(circuit, observables, x=None, state=None, noise_model=None, n_traject
         B, _, N = psi.shape
         values = expectation(psi.reshape(B * T, N), hams, shots=shots, generator=generator if shots else None)
     else:
-        weights = _weights(circuit, weights, what)
+        weights = circuit.weights_or(weights, what)
         x, psi, B = _start(circuit, x, state, T, what)
         x = folded.inputs(x, B * T, generator, REAL_OF[circuit.dtype], circuit.device)
         values = circuit_expval(folded.circuit or circuit, hams, x=x, state=psi, diff_method=diff_method,

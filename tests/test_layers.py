@@ -440,6 +440,11 @@ def _ddp_worker(rank, world, init_file, out_prefix):
         opt.step()
         torch.save({"grads": grads, "params": [p.detach().clone() for p in model.parameters()]},
                    f"{out_prefix}.{rank}")
+        # both ranks past their last collective, and DDP's reducer gone, before gloo is torn down:
+        # a rank that destroys the group while the other's reducer thread still runs can abort
+        # ("terminate called without an active exception", seen once in CI)
+        del ddp, opt
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 

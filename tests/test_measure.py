@@ -209,6 +209,23 @@ def test_reduced_density_matrix_of_a_large_register(dtype, device, atol, monkeyp
         np.testing.assert_allclose(float(analytic), float(numeric), rtol=1e-6, atol=1e-9)
 
 
+def test_reduced_density_matrix_of_one_wire_in_a_large_batch(dtype, device, atol, monkeypatch):
+    """One wire of 10-15 qubits also takes the CPU's gram (trajectories' branch probabilities)."""
+    n = 11
+    rng = np.random.default_rng(7)
+    psi = O.random_state(n, rng, batch=33)
+    state = torch.tensor(psi, dtype=dtype, device=device)
+    calls = []
+    gram = M.native.gram_levels
+    monkeypatch.setattr(M.native, "gram_levels", lambda *a, **k: calls.append(a[2]) or gram(*a, **k))
+    for w in (0, 5, 10):
+        t = np.moveaxis(psi.reshape(33, *([2] * n)), 1 + w, 1).reshape(33, 2, -1)
+        want = t @ t.conj().transpose(0, 2, 1)
+        np.testing.assert_allclose(as_np(M.reduced_density_matrix(state, [w])), want, atol=10 * atol)
+    native_here = device == "cpu" and M.native.runs_on(state)
+    assert calls == ([(0,), (5,), (10,)] if native_here else [])
+
+
 def test_reduced_density_matrix_bell_and_product(dtype, device, atol):
     rho = as_np(M.reduced_density_matrix(bell(dtype, device), [1]))
     np.testing.assert_allclose(rho, [np.eye(2) / 2], atol=atol)

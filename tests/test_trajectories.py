@@ -11,7 +11,7 @@ import torch
 
 import torchquantum_layers as tql
 from torchquantum_layers import mixed
-from torchquantum_layers.mixed import trajectories
+from torchquantum_layers.mixed import noise_folding, trajectories
 
 from . import oracle as O
 from .conftest import REAL
@@ -274,11 +274,11 @@ def test_a_noise_free_circuit_gives_its_exact_values(dtype, device):
 
 
 def test_mixed_unitary_channels_are_recognised():
-    assert trajectories._constant_probabilities(mixed.depolarizing(0.3).kraus) is not None
-    assert trajectories._constant_probabilities(mixed.pauli_channel(0.1, 0.2, 0.3).kraus) is not None
-    assert trajectories._constant_probabilities(mixed.amplitude_damping(0.3).kraus) is None
-    assert trajectories._fold_table(mixed.depolarizing(0.2, n_wires=2).kraus) is not None
-    assert trajectories._fold_table(_channel("cnot_mixture", (0.3,))[0].kraus) is None
+    assert noise_folding.constant_probabilities(mixed.depolarizing(0.3).kraus) is not None
+    assert noise_folding.constant_probabilities(mixed.pauli_channel(0.1, 0.2, 0.3).kraus) is not None
+    assert noise_folding.constant_probabilities(mixed.amplitude_damping(0.3).kraus) is None
+    assert noise_folding.fold_table(mixed.depolarizing(0.2, n_wires=2).kraus) is not None
+    assert noise_folding.fold_table(_channel("cnot_mixture", (0.3,))[0].kraus) is None
 
 
 def test_bad_input_is_named():
@@ -298,3 +298,68 @@ def test_bad_input_is_named():
         trajectories.run(c, weights=torch.zeros(5))
     with pytest.raises(ValueError, match="wire"):
         trajectories.expval(c, tql.Hamiltonian("Z3"))
+
+
+# -- the Pauli frame: deterministic Pauli "noise" makes every trajectory one exact state ----------------
+_PAULI_OPS = {"X": O.X, "Y": O.Y, "Z": O.Z, "I": O.I2}
+_FRAME_GATES = [(name, k) for name, (k, _) in sorted(O.SIGNATURES.items()) if k is None or k <= 3]
+
+
+@pytest.mark.parametrize("angles", ["clifford", "generic"])
+@pytest.mark.parametrize("name,k", _FRAME_GATES)
+def test_pauli_frame_through_every_table_gate_is_exact(name, k, angles, dtype, device):
+    """Certain Pauli errors (probability 1) before and after a table gate, through Cliffords and
+    non-Cliffords (a diagonal one too): each trajectory must be the dense state with those Paulis
+    inserted, up to a global phase; fixed angles of π/2 make many gates Clifford."""
+    n, k = 4, k or 3
+    n_params = O.SIGNATURES[name][1]
+    params = [np.pi / 2] * n_params if angles == "clifford" else [0.37 + 0.41 * i for i in range(n_params)]
+    wires = (2, 0, 3)[:k]
+    c = tql.MixedCircuit(n)
+    ops = []
+    for w in range(n):
+        c.ry(w, input=w)
+    for pair in ((0, 1), (2, 3)):
+        c.cnot(*pair)
+        ops.append(("CNOT", pair, ()))
+
+    def noise(labels, on):
+        c.channel(mixed.pauli_channel(probs={labels: 1.0}), on)
+        ops.extend((_PAULI_OPS[p], (w,), ()) for p, w in zip(labels, on))
+
+    noise("XZ", (0, 1))
+    noise("Y", (2,))
+    c.add(name, wires, *params)
+    ops.append((name, wires, params))
+    noise("ZX", (3, 0))
+    for gate, on, ps in (("CNOT", (3, 0), ()), ("H", (1,), ()), ("RZ", (0,), (0.7,)), ("RY", (1,), (0.4,))):
+        c.add(gate, on, *ps)
+        ops.append((gate, on, ps))
+    noise("XY", (1, 2))
+    c = _placed(c, dtype, device)
+    x = torch.tensor([[0.3, -1.1, 2.0, 0.5], [1.4, 0.2, -0.7, -2.2]], dtype=REAL[dtype], device=device)
+    assert trajectories._folded(c, None) is not None
+    psi = trajectories.run(c, x=x, n_trajectories=3, generator=torch.Generator().manual_seed(0))
+    xs = x.double().cpu().numpy()
+    for b in range(2):
+        start = O.kron(*[O.ry(xs[b, w]) @ np.array([1, 0]) for w in range(n)])
+        want = O.run_ops(ops, n, start)[0]
+        got = psi[b].to(torch.complex128).cpu().numpy()
+        overlap = np.abs(got.conj() @ want)
+        tol = 1e-5 if dtype == torch.complex64 else 1e-10
+        np.testing.assert_allclose(overlap, 1.0, atol=tol)
+
+
+def test_symplectic_maps_of_cliffords_and_not_of_others():
+    """Against conjugation of NumPy Pauli matrices: H X H = Z, CNOT X_0 CNOT = X_0 X_1, …; T,
+    Toffoli and CH are not Clifford."""
+    s = noise_folding.symplectic(O.H)
+    assert s.tolist() == [[0, 1], [1, 0]]                     # X ↔ Z
+    cnot = O.gate_matrix("CNOT")
+    s = noise_folding.symplectic(cnot)                           # columns: X0, X1, Z0, Z1 → bits x0 x1 z0 z1
+    assert s[:, 0].tolist() == [1, 1, 0, 0] and s[:, 1].tolist() == [0, 1, 0, 0]
+    assert s[:, 2].tolist() == [0, 0, 1, 0] and s[:, 3].tolist() == [0, 0, 1, 1]
+    for name in ("T", "TOFFOLI", "CH", "CCZ"):
+        assert noise_folding.symplectic(O.gate_matrix(name)) is None, name
+    for name in ("S", "SX", "ISWAP", "SWAP", "CZ", "CY", "Y"):
+        assert noise_folding.symplectic(O.gate_matrix(name)) is not None, name

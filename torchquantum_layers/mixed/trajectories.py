@@ -23,41 +23,25 @@ then one unitary circuit, run in one engine call (one program on the CPU), and e
 """
 from __future__ import annotations
 
-import cmath
-import math
 import numbers
-import weakref
-from collections import defaultdict
 from typing import Optional
 
 import torch
 
-from .. import gates as G
-from ..circuit import Input, Op
 from ..engine import run_circuit
 from ..grad import circuit_expval
 from ..kernels.apply import apply_matrix_unchecked
 from ..kernels.state import REAL_OF, check_allocation, zero_state
 from ..measure import reduced_density_matrix
 from ..observables import expectation
+from . import noise_folding
+from .noise_folding import constant_probabilities
 from .simulate import _check_observables, _instructions, _noise_key, _observables, _resolve_noise, _segments
 
 __all__ = ["run", "expval"]
 
-# K_k† K_k = c_k I to this tolerance (relative to c_k): the branch probabilities are c_k whatever ψ
-_MIXED_UNITARY_ATOL = 1e-10
 _PROJECTORS = torch.tensor([[[1, 0], [0, 0]], [[0, 0], [0, 1]]], dtype=torch.complex128)     # measure a wire
 _RESET = torch.tensor([[[1, 0], [0, 0]], [[0, 1], [0, 0]]], dtype=torch.complex128)          # |0⟩⟨0|, |0⟩⟨1|
-
-
-def _constant_probabilities(kraus: torch.Tensor) -> Optional[torch.Tensor]:
-    """(m,) real c_k where every K_k† K_k = c_k I (a mixed-unitary channel), else None."""
-    k = kraus.detach().to(torch.complex128)
-    e = k.conj().transpose(-1, -2) @ k
-    d = k.shape[-1]
-    c = torch.diagonal(e, dim1=-2, dim2=-1).real.mean(-1)
-    off = (e - c[:, None, None] * torch.eye(d, dtype=e.dtype)).abs().amax()
-    return c if float(off) <= _MIXED_UNITARY_ATOL * max(float(c.max()), 1e-300) else None
 
 
 class _Branches:
@@ -80,7 +64,7 @@ class _Branches:
 
     def __init__(self, kraus, dtype, device):
         self.kraus = kraus.to(device=device, dtype=dtype)
-        c = _constant_probabilities(kraus)
+        c = constant_probabilities(kraus)
         self.constant = None if c is None else c.to(device=device, dtype=REAL_OF[dtype])
         self.effects = None if c is not None else (self.kraus.conj().transpose(-1, -2) @ self.kraus).detach()
 
@@ -136,157 +120,8 @@ def _instruction(psi, inst, n, generator, rows_per_sample):
     raise TypeError(f"trajectories: cannot run the instruction {inst!r}")
 
 
-# ------------------------------------------------------------------------------------------------
-# mixed-unitary noise folded into one circuit
-def _u3_angles(u: torch.Tensor):
-    """(θ, φ, λ) with u = e^{iα} U3(θ, φ, λ) for a 2 x 2 unitary u (complex128), or None."""
-    u00, u01, u10, u11 = (complex(v) for v in u.reshape(4).tolist())
-    theta = 2 * math.atan2(abs(u10), abs(u00))
-    if abs(u00) > 1e-12:
-        alpha = cmath.phase(u00)
-        phi = cmath.phase(u10) - alpha if abs(u10) > 1e-12 else 0.0
-        lam = cmath.phase(-u01) - alpha if abs(u01) > 1e-12 else cmath.phase(u11) - alpha - phi
-    else:
-        alpha, phi = cmath.phase(u10), 0.0
-        lam = cmath.phase(-u01) - alpha
-    c, s = math.cos(theta / 2), math.sin(theta / 2)
-    rebuilt = cmath.exp(1j * alpha) * torch.tensor(
-        [[c, -cmath.exp(1j * lam) * s], [cmath.exp(1j * phi) * s, cmath.exp(1j * (phi + lam)) * c]],
-        dtype=torch.complex128)
-    return (theta, phi, lam) if float((rebuilt - u).abs().max()) < 1e-9 else None
-
-
-def _one_wire_factors(u: torch.Tensor):
-    """[u] for a 2 x 2 unitary, [a, b] with u ∝ a ⊗ b (both unitary) for a 4 x 4 one, else None."""
-    d = u.shape[-1]
-    if d == 2:
-        return [u]
-    if d != 4:
-        return None
-    # u[(i1 i2), (j1 j2)] = a[i1, j1] b[i2, j2]: the realigned matrix vec(a) vec(b)^T has rank one
-    r = u.reshape(2, 2, 2, 2).permute(0, 2, 1, 3).reshape(4, 4)
-    left, sv, right = torch.linalg.svd(r)
-    if float(sv[1]) > 1e-9 * float(sv[0]):
-        return None
-    a, b = left[:, 0].reshape(2, 2), right[0].reshape(2, 2)
-    a = a / (a.conj().T @ a)[0, 0].real.sqrt()
-    b = b / (b.conj().T @ b)[0, 0].real.sqrt()
-    return [a, b]
-
-
-def _fold_table(kraus: torch.Tensor):
-    """(probabilities (m,), U3 angles (m, wires, 3)) of a mixed-unitary channel whose unitaries are
-    products of one-wire ones, or None."""
-    if kraus.requires_grad:        # trainable noise needs the branch path's gradient
-        return None
-    c = _constant_probabilities(kraus)
-    if c is None:
-        return None
-    angles = []
-    for k, ck in zip(kraus.detach().to(torch.complex128), c.tolist()):
-        if ck <= 0:
-            angles.append(None)
-            continue
-        factors = _one_wire_factors(k / math.sqrt(ck))
-        if factors is None:
-            return None
-        per_wire = [_u3_angles(f) for f in factors]
-        if any(a is None for a in per_wire):
-            return None
-        angles.append(per_wire)
-    n_w = int(round(math.log2(kraus.shape[-1])))
-    table = torch.tensor([a if a is not None else [(0.0, 0.0, 0.0)] * n_w for a in angles], dtype=torch.float64)
-    return c, table
-
-
-class _Folded:
-    """The circuit with a U3 per wire after each channel (angles: input columns ``first..``), and
-    the tables its branches are drawn from."""
-
-    def __init__(self, circuit, ops, channels):
-        self.first = circuit.n_inputs
-        # None: nothing was inserted, the circuit runs as it is (and is not referenced from here)
-        self.circuit = circuit._sharing(ops) if len(ops) != len(circuit.ops) else None
-        n_ch = len(channels)
-        m_max = max((len(c) for c, _ in channels), default=1)
-        w_max = max((t.shape[1] for _, t in channels), default=1)
-        cdf = torch.full((max(n_ch, 1), m_max), math.inf, dtype=torch.float64)
-        table = torch.zeros(max(n_ch, 1), m_max, w_max, 3, dtype=torch.float64)
-        src = []
-        for j, (c, t) in enumerate(channels):
-            cdf[j, :len(c)] = c.cumsum(0) / c.sum()
-            table[j, :len(c), :t.shape[1]] = t
-            src += [(j * w_max + w) * 3 + q for w in range(t.shape[1]) for q in range(3)]
-        self.n_channels, self.cdf, self.table = n_ch, cdf, table.reshape(max(n_ch, 1), m_max, -1)
-        self.last = torch.tensor([len(c) - 1 for c, _ in channels] or [0])
-        self.src = torch.tensor(src, dtype=torch.int64)
-        self._on = {}
-
-    def tables(self, dtype, device):
-        key = (dtype, str(device))
-        if key not in self._on:
-            self._on[key] = tuple(t.to(device=device, dtype=dtype) if t.is_floating_point() else t.to(device)
-                                  for t in (self.cdf, self.table, self.last, self.src))
-        return self._on[key]
-
-    def inputs(self, x, rows, generator, dtype, device):
-        """x's columns the circuit reads, then the drawn branches' angles: (rows, first + 3 · wires)."""
-        parts = [] if x is None else [x[:, :self.first]]
-        if self.n_channels:
-            cdf, table, last, src = self.tables(dtype, device)
-            u = _draw((rows, self.n_channels), generator, device, dtype)
-            k = torch.minimum((u[:, :, None] > cdf).sum(-1), last)                    # (rows, channels)
-            angles = table[torch.arange(self.n_channels, device=device), k]            # (rows, channels, w * 3)
-            parts.append(angles.reshape(rows, -1)[:, src])
-        if not parts:
-            return None
-        return torch.cat(parts, 1) if len(parts) > 1 else parts[0]
-
-
-_FOLDED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _folded(circuit, noise_model) -> Optional[_Folded]:
-    """The circuit's noise folded into U3 gates (cached), or None where some channel, measurement or
-    reset does not fold."""
-    from .circuit import ChannelInstruction
-    insts = _instructions(circuit)
-    key = (len(circuit.ops), circuit.n_inputs, circuit.dtype, str(circuit.device), _noise_key(noise_model),
-           tuple((p, id(i)) for p, i in insts))
-    hit = _FOLDED.get(circuit)
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    at = defaultdict(list)
-    for pos, inst in insts:
-        at[pos].append(inst)
-    ops, channels, column = [], [], circuit.n_inputs
-    folded = None
-
-    def fold(channel, wires):
-        nonlocal column
-        t = _fold_table(channel.kraus)
-        if t is None:
-            return False
-        channels.append(t)
-        for w in wires:
-            ops.append(Op(G.U3, (w,), tuple(Input(column + q) for q in range(3))))
-            column += 3
-        return True
-
-    ok = True
-    for i in range(len(circuit.ops) + 1):
-        for inst in at.get(i, ()):
-            ok = ok and isinstance(inst, ChannelInstruction) and fold(inst.channel, inst.wires)
-        if i == len(circuit.ops) or not ok:
-            break
-        op = circuit.ops[i]
-        ops.append(op)
-        for ch, w in (noise_model.channels_for(op) if noise_model is not None else ()):
-            ok = ok and fold(ch, w)
-    if ok:
-        folded = _Folded(circuit, ops, channels)
-    _FOLDED[circuit] = (key, folded)
-    return folded
+def _folded(circuit, noise_model) -> Optional[noise_folding.Folded]:
+    return noise_folding.folded(circuit, noise_model, _instructions(circuit), _noise_key(noise_model))
 
 
 def _segment_circuit(circuit, ops, cache):
@@ -365,7 +200,7 @@ def run(circuit, x=None, state=None, noise_model=None, n_trajectories: int = 64,
     folded = _folded(circuit, noise_model)
     if folded is not None:
         target = folded.circuit or circuit
-        x = folded.inputs(x, B * T, generator, REAL_OF[circuit.dtype], circuit.device)
+        x = folded.inputs(x, B * T, generator, REAL_OF[circuit.dtype], circuit.device, _draw)
         psi = run_circuit(target, psi, x, weights)
         psi = psi.expand(B * T, -1) if psi.shape[0] != B * T else psi
     else:
@@ -408,7 +243,7 @@ def expval(circuit, observables, x=None, state=None, noise_model=None, n_traject
     else:
         weights = circuit.weights_or(weights, what)
         x, psi, B = _start(circuit, x, state, T, what)
-        x = folded.inputs(x, B * T, generator, REAL_OF[circuit.dtype], circuit.device)
+        x = folded.inputs(x, B * T, generator, REAL_OF[circuit.dtype], circuit.device, _draw)
         values = circuit_expval(folded.circuit or circuit, hams, x=x, state=psi, diff_method=diff_method,
                                 shots=shots, generator=generator if shots else None, weights=weights)
         values = values.reshape(values.shape[0], -1)

@@ -16,10 +16,11 @@ probabilities depend on the angles (amplitude damping, measurements): the score-
 the gradient comes with it. Channels whose Kraus operators are multiples of unitaries
 (depolarizing, bit/phase flips, any Pauli channel) have state-independent probabilities and
 skip the probability pass; where every channel of a run is such a one on one or two wires
-(products of one-wire unitaries), the branches are drawn up front and each becomes a U3 gate per
-wire reading its angles from extra input columns (one row per trajectory): the noisy circuit is
-then one unitary circuit, run in one engine call (one program on the CPU), and every
-``diff_method`` applies to it.
+(products of one-wire unitaries), the branches are drawn up front and become U3 gates reading
+their angles from extra input columns (one row per trajectory; Pauli noise through a Pauli frame,
+applied only before non-Clifford gates: see :mod:`.noise_folding`): the noisy circuit is then one
+unitary circuit, run in one engine call (one program on the CPU), and every ``diff_method``
+applies to it.
 """
 from __future__ import annotations
 

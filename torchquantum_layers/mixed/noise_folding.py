@@ -181,6 +181,8 @@ def _fixed_symplectic(op: Op) -> Optional[np.ndarray]:
     key = (id(op.gate), tuple(float(a) for a in op.angles), op.adjoint, k)
     hit = _SYMPLECTIC.get(key)
     if hit is None or hit[0] is not op.gate:
+        if len(_SYMPLECTIC) >= 4096:      # fixed angles swept in a loop are not all kept
+            _SYMPLECTIC.clear()
         u = op.gate.matrix(tuple(float(a) for a in op.angles), k, dtype=torch.complex128).numpy()
         hit = (op.gate, symplectic(u.conj().T if op.adjoint else u))
         _SYMPLECTIC[key] = hit

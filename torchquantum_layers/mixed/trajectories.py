@@ -189,6 +189,7 @@ def run(circuit, x=None, state=None, noise_model=None, n_trajectories: int = 64,
     outcomes (B, T))`` in ``circuit.last_outcomes``). ``state``: state vectors ``(B, 2**n)``
     (default |0…0⟩). ``generator`` seeds the branch choices. Every row is normalised; the mean of
     ``|ψ⟩⟨ψ|`` over the trajectories estimates the density matrix ``tql.mixed.run`` returns.
+    Where the noise folds into gates, each row is its trajectory up to a global phase.
     """
     what = "trajectories.run"
     T = _count(n_trajectories)

@@ -168,6 +168,14 @@ def test_reduced_density_matrix_vs_partial_trace(wires, dtype, device, atol):
     assert np.linalg.eigvalsh(r.astype(np.complex128)).min() > -10 * atol
 
 
+def _record_gram_calls(monkeypatch):
+    """The wires of every native gram call, in order."""
+    calls = []
+    gram = M.native.gram_levels
+    monkeypatch.setattr(M.native, "gram_levels", lambda *a, **k: calls.append(a[2]) or gram(*a, **k))
+    return calls
+
+
 def test_reduced_density_matrix_of_a_large_register(dtype, device, atol, monkeypatch):
     """16 qubits (the CPU's one-pass gram for up to 3 wires) against NumPy's partial trace by
     transpose and product; under autograd the torch path, with the same values."""
@@ -175,9 +183,7 @@ def test_reduced_density_matrix_of_a_large_register(dtype, device, atol, monkeyp
     rng = np.random.default_rng(6)
     psi = O.random_state(n, rng, batch=2)
     state = torch.tensor(psi, dtype=dtype, device=device)
-    calls = []
-    gram = M.native.gram_levels
-    monkeypatch.setattr(M.native, "gram_levels", lambda *a, **k: calls.append(a[2]) or gram(*a, **k))
+    calls = _record_gram_calls(monkeypatch)
     for wires in ((0,), (15, 0), (3, 14, 7)):
         t = psi.reshape(2, *([2] * n)).transpose(0, *[1 + w for w in wires],
                                                    *[1 + w for w in range(n) if w not in wires])
@@ -215,9 +221,7 @@ def test_reduced_density_matrix_of_one_wire_in_a_large_batch(dtype, device, atol
     rng = np.random.default_rng(7)
     psi = O.random_state(n, rng, batch=33)
     state = torch.tensor(psi, dtype=dtype, device=device)
-    calls = []
-    gram = M.native.gram_levels
-    monkeypatch.setattr(M.native, "gram_levels", lambda *a, **k: calls.append(a[2]) or gram(*a, **k))
+    calls = _record_gram_calls(monkeypatch)
     for w in (0, 5, 10):
         t = np.moveaxis(psi.reshape(33, *([2] * n)), 1 + w, 1).reshape(33, 2, -1)
         want = t @ t.conj().transpose(0, 2, 1)

@@ -363,3 +363,67 @@ def test_symplectic_maps_of_cliffords_and_not_of_others():
         assert noise_folding.symplectic(O.gate_matrix(name)) is None, name
     for name in ("S", "SX", "ISWAP", "SWAP", "CZ", "CY", "Y"):
         assert noise_folding.symplectic(O.gate_matrix(name)) is not None, name
+
+
+_POOL = [("H", 1, 0), ("S", 1, 0), ("SX", 1, 0), ("T", 1, 0), ("RY", 1, 1), ("RZ", 1, 1), ("CNOT", 2, 0),
+         ("CZ", 2, 0), ("SWAP", 2, 0), ("ISWAP", 2, 0), ("CRX", 2, 1), ("RZZ", 2, 1), ("TOFFOLI", 3, 0)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pauli_frame_on_random_circuits_values_and_gradients(seed, dtype, device):
+    """Random gates (Clifford or not, trainable angles) with certain Pauli errors at random places,
+    from a random product state: the folded circuit's states (up to phase), ⟨Z0 Z2 + X1 + Y3⟩ and
+    its adjoint gradient against the dense NumPy circuit with the Paulis inserted (gradient by
+    central differences of that oracle)."""
+    rng = np.random.default_rng(seed)
+    n = 4
+    c = tql.MixedCircuit(n)
+    for w in range(n):
+        c.ry(w, input=w)
+        c.rz(w, input=n + w)
+    prog = []                      # (name or matrix, wires, trainable index or None)
+    for _ in range(18):
+        if rng.random() < 0.35:
+            k = int(rng.integers(1, 3))
+            on = tuple(int(w) for w in rng.choice(n, k, replace=False))
+            labels = "".join(rng.choice(list("XYZ"), k))
+            c.channel(mixed.pauli_channel(probs={labels: 1.0}), on)
+            prog.extend((_PAULI_OPS[p], (w,), None) for p, w in zip(labels, on))
+            continue
+        name, k, n_params = _POOL[int(rng.integers(len(_POOL)))]
+        on = tuple(int(w) for w in rng.choice(n, k, replace=False))
+        if n_params:
+            c.add(name, on, trainable=True, init=float(rng.uniform(-3, 3)))
+            prog.append((name, on, c.num_parameters - 1))
+        else:
+            c.add(name, on)
+            prog.append((name, on, None))
+    c = _placed(c, dtype, device)
+    assert trajectories._folded(c, None) is not None
+    assert c.num_parameters and any(isinstance(g, np.ndarray) for g, _, _ in prog)   # not a vacuous case
+    xs = rng.uniform(-np.pi, np.pi, size=(1, 2 * n))
+    x = torch.tensor(xs, dtype=REAL[dtype], device=device)
+    start = O.kron(*[O.rz(xs[0, n + w]) @ O.ry(xs[0, w]) @ np.array([1, 0]) for w in range(n)])
+    H = tql.Hamiltonian("Z0 Z2 + X1 + Y3")
+    m = O.pauli_matrix("ZIZI") + O.pauli_matrix("IXII") + O.pauli_matrix("IIIY")
+
+    def dense_state(theta):
+        return O.run_ops([(g, w, () if i is None else (theta[i],)) for g, w, i in prog], n, start)[0]
+
+    def dense(theta):
+        psi = dense_state(theta)
+        return float(np.real(psi.conj() @ m @ psi))
+
+    theta = c.weights.detach().double().cpu().numpy()
+    tol = 2e-5 if dtype == torch.complex64 else 1e-9
+    with torch.no_grad():
+        rows = trajectories.run(c, x=x, n_trajectories=2, generator=torch.Generator().manual_seed(1))
+    overlap = np.abs(rows[0].to(torch.complex128).cpu().numpy().conj() @ dense_state(theta))
+    np.testing.assert_allclose(overlap, 1.0, atol=tol)
+    value = trajectories.expval(c, H, x=x, n_trajectories=2, diff_method="adjoint",
+                                generator=torch.Generator().manual_seed(1))
+    value.backward()
+    np.testing.assert_allclose(float(value.detach()), dense(theta), atol=tol)
+    eps = 1e-6
+    fd = [(dense(theta + eps * e) - dense(theta - eps * e)) / (2 * eps) for e in np.eye(len(theta))]
+    np.testing.assert_allclose(c.weights.grad.double().cpu().numpy(), fd, atol=100 * tol + 1e-7)

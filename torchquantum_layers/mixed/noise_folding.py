@@ -27,7 +27,7 @@ import torch
 from .. import gates as G
 from ..circuit import Input, Op
 
-__all__ = ["folded", "constant_probabilities", "fold_table", "pauli_table", "symplectic"]
+__all__ = ["folded", "constant_probabilities", "draw_uniform", "fold_table", "pauli_table", "symplectic"]
 
 # K_k† K_k = c_k I to this tolerance (relative to c_k): the branch probabilities are c_k whatever ψ
 _MIXED_UNITARY_ATOL = 1e-10
@@ -46,6 +46,13 @@ def constant_probabilities(kraus: torch.Tensor) -> Optional[torch.Tensor]:
     c = torch.diagonal(e, dim1=-2, dim2=-1).real.mean(-1)
     off = (e - c[:, None, None] * torch.eye(d, dtype=e.dtype)).abs().amax()
     return c if float(off) <= _MIXED_UNITARY_ATOL * max(float(c.max()), 1e-300) else None
+
+
+def draw_uniform(shape, generator, device, dtype) -> torch.Tensor:
+    """Uniforms in (0, 1] of ``shape``, from ``generator`` (on its own device) moved to ``device``."""
+    where = generator.device if generator is not None else device
+    u = torch.rand(shape, generator=generator, device=where, dtype=dtype)
+    return (1 - u).to(device)
 
 
 def _u3_angles(u: torch.Tensor):
@@ -253,15 +260,15 @@ class Folded:
         """(m, 2 · wires) drawn bits of each branch: x, z of each wire in turn."""
         return torch.stack([codes % 2, codes // 2], -1).reshape(codes.shape[0], -1).to(torch.float64)
 
-    def inputs(self, x, rows, generator, dtype, device, draw):
+    def inputs(self, x, rows, generator, dtype, device):
         """x's columns the circuit reads, then the drawn noise's angles: (rows, first + columns)."""
         parts = [] if x is None else [x[:, :self.first]]
         if self.n_columns:
             angles = []
             if self.direct.n:
-                angles.append(self.direct.sample(rows, generator, dtype, device, draw))
+                angles.append(self.direct.sample(rows, generator, dtype, device))
             if self.n_frame:
-                drawn = self.pauli.sample(rows, generator, dtype, device, draw)     # (rows, drawn)
+                drawn = self.pauli.sample(rows, generator, dtype, device)     # (rows, drawn)
                 a, table = self._tables(dtype, device)
                 bits = torch.remainder(drawn @ a.T, 2).reshape(rows, self.n_frame, 2)
                 codes = (bits[..., 0] + 2 * bits[..., 1]).round().long()
@@ -305,13 +312,13 @@ class _Draws:
         self.src = torch.tensor(src, dtype=torch.int64)
         self._on = {}
 
-    def sample(self, rows, generator, dtype, device, draw):
+    def sample(self, rows, generator, dtype, device):
         key = (dtype, str(device))
         if key not in self._on:
             self._on[key] = tuple(t.to(device=device, dtype=dtype) if t.is_floating_point() else t.to(device)
                                   for t in (self.cdf, self.table, self.last, self.src))
         cdf, table, last, src = self._on[key]
-        u = draw((rows, self.n), generator, device, dtype)
+        u = draw_uniform((rows, self.n), generator, device, dtype)
         k = torch.minimum((u[:, :, None] > cdf).sum(-1), last)                    # (rows, channels)
         picked = table[torch.arange(self.n, device=device), k]                     # (rows, channels, w_max)
         return picked.reshape(rows, -1)[:, src]

@@ -36,7 +36,7 @@ from ..kernels.state import REAL_OF, check_allocation, zero_state
 from ..measure import reduced_density_matrix
 from ..observables import expectation
 from . import noise_folding
-from .noise_folding import constant_probabilities
+from .noise_folding import constant_probabilities, draw_uniform
 from .simulate import _check_observables, _instructions, _noise_key, _observables, _resolve_noise, _segments
 
 __all__ = ["run", "expval"]
@@ -70,13 +70,6 @@ class _Branches:
         self.effects = None if c is not None else (self.kraus.conj().transpose(-1, -2) @ self.kraus).detach()
 
 
-def _draw(shape, generator, device, dtype) -> torch.Tensor:
-    """Uniforms in (0, 1] of ``shape``, from ``generator`` (on its own device) moved to ``device``."""
-    where = generator.device if generator is not None else device
-    u = torch.rand(shape, generator=generator, device=where, dtype=dtype)
-    return (1 - u).to(device)
-
-
 def _branch(psi, kraus, wires, n, generator):
     """(ψ after one sampled branch per row, the branch index per row)."""
     rows = psi.shape[0]
@@ -92,7 +85,7 @@ def _branch(psi, kraus, wires, n, generator):
         # p_k = Tr(K_k† K_k ρ_w): the squared norm of the branch, from one pass over the state
         p = torch.einsum("kij,rji->rk", b.effects, rho).real.clamp_min(0)
     cdf = p.cumsum(-1)
-    u = _draw((rows, 1), generator, psi.device, p.dtype) * cdf[:, -1:]
+    u = draw_uniform((rows, 1), generator, psi.device, p.dtype) * cdf[:, -1:]
     k = (u > cdf).sum(-1).clamp(max=m - 1)
     pk = p.gather(1, k[:, None]).clamp_min(torch.finfo(p.dtype).tiny)
     mats = b.kraus[k] * pk.rsqrt()[:, :, None].to(psi.dtype)        # (R, d, d): K_k / √p_k, p_k held fixed
@@ -202,7 +195,7 @@ def run(circuit, x=None, state=None, noise_model=None, n_trajectories: int = 64,
     folded = _folded(circuit, noise_model)
     if folded is not None:
         target = folded.circuit or circuit
-        x = folded.inputs(x, B * T, generator, REAL_OF[circuit.dtype], circuit.device, _draw)
+        x = folded.inputs(x, B * T, generator, REAL_OF[circuit.dtype], circuit.device)
         psi = run_circuit(target, psi, x, weights)
         psi = psi.expand(B * T, -1) if psi.shape[0] != B * T else psi
     else:
@@ -245,7 +238,7 @@ def expval(circuit, observables, x=None, state=None, noise_model=None, n_traject
     else:
         weights = circuit.weights_or(weights, what)
         x, psi, B = _start(circuit, x, state, T, what)
-        x = folded.inputs(x, B * T, generator, REAL_OF[circuit.dtype], circuit.device, _draw)
+        x = folded.inputs(x, B * T, generator, REAL_OF[circuit.dtype], circuit.device)
         values = circuit_expval(folded.circuit or circuit, hams, x=x, state=psi, diff_method=diff_method,
                                 shots=shots, generator=generator if shots else None, weights=weights)
         values = values.reshape(values.shape[0], -1)

@@ -177,6 +177,27 @@ def test_bundled_h2_reproduces_from_pyscf(pyscf):
     assert info.fci_energy == pytest.approx(ib.fci_energy, abs=1e-9)
 
 
+def test_generator_rewrites_the_bundled_files(pyscf, tmp_path, capsys):
+    """``python -m torchquantum_layers.chem.generate_data`` reproduces the shipped JSON (active space too)."""
+    import json
+    from torchquantum_layers.chem import generate_data
+    written = generate_data.main(["H2", "LiH_active"], out_dir=tmp_path)
+    assert [p.name for p in written] == ["H2.json", "LiH_active.json"]
+    for path in written:
+        fresh = json.loads(path.read_text(encoding="utf-8"))
+        shipped = json.loads((chem.data.DATA_DIR / path.name).read_text(encoding="utf-8"))
+        assert fresh["format"] == shipped["format"] and fresh["generated_by"] == shipped["generated_by"]
+        (new_entry,), (old_entry,) = fresh["entries"], shipped["entries"]
+        new_terms, old_terms = dict((t, c) for c, t in new_entry["terms"]), dict((t, c) for c, t in old_entry["terms"])
+        assert new_terms.keys() == old_terms.keys()
+        np.testing.assert_allclose([new_terms[k] for k in old_terms], list(old_terms.values()), atol=1e-9)
+        for key in ("fci_energy", "hf_energy", "core_energy", "n_qubits", "n_electrons", "hf_state"):
+            assert new_entry["info"][key] == pytest.approx(old_entry["info"][key], abs=1e-9), key
+    assert "LiH_active.json" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="unknown molecule.*'CH4'"):
+        generate_data.main(["CH4"], out_dir=tmp_path)
+
+
 # ------------------------------------------------------------------------------------------------
 # bundled data (always)
 @pytest.mark.parametrize("name", chem.available())

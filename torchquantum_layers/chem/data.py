@@ -1,6 +1,6 @@
 """Bundled molecular Hamiltonians (no PySCF needed): ``load``, ``load_scan``, ``available``.
 
-The files ``torchquantum_layers/chem/data/*.json`` are written by ``scripts/generate_molecules.py``
+The files ``torchquantum_layers/chem/data/*.json`` are written by ``python -m torchquantum_layers.chem.generate_data``
 from PySCF (STO-3G, Jordan–Wigner, interleaved spin orbitals). Each holds ``entries``: a list of
 ``{"info": {...MoleculeInfo...}, "terms": [[coeff, "X0 Z1 ..."], ...]}`` with the provenance
 (geometry in Å, basis, active space, HF and FCI energies, nuclear repulsion, PySCF version, date).
@@ -115,7 +115,7 @@ def load_scan(name: str) -> list:
 
 
 # ------------------------------------------------------------------------------------------------
-# writing (used by scripts/generate_molecules.py)
+# writing (used by generate_data.py)
 def _label(p) -> str:
     letters = {(1, 0): "X", (0, 1): "Z", (1, 1): "Y"}
     x, z = p.x_mask, p.z_mask

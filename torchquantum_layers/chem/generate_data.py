@@ -1,7 +1,7 @@
 """Regenerate the bundled molecular Hamiltonians in torchquantum_layers/chem/data/ (needs PySCF).
 
-    python scripts/generate_molecules.py            # all files
-    python scripts/generate_molecules.py H2 LiH     # some of them
+    python -m torchquantum_layers.chem.generate_data            # all files
+    python -m torchquantum_layers.chem.generate_data H2 LiH     # some of them
 
 Every file records its provenance: geometry (Å), basis, active space, HF / FCI energies, nuclear
 repulsion, PySCF version and date. Each stored FCI energy is checked on the spot against exact
@@ -18,11 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from . import molecule, hamiltonian
+from .data import DATA_DIR, FORMAT, entry_to_json
 
-from torchquantum_layers import chem  # noqa: E402
-from torchquantum_layers.chem.data import DATA_DIR, FORMAT, entry_to_json  # noqa: E402
+GENERATED_BY = "python -m torchquantum_layers.chem.generate_data"
 
 BASIS = "sto-3g"
 
@@ -85,9 +84,9 @@ def sector_ground(H, info) -> float:
 
 
 def build(mol_kwargs, description, **extra):
-    mol = chem.Molecule(basis=BASIS, **mol_kwargs)
+    mol = molecule.Molecule(basis=BASIS, **mol_kwargs)
     t = time.perf_counter()
-    H, info = chem.molecular_hamiltonian(mol)
+    H, info = hamiltonian.molecular_hamiltonian(mol)
     exact = sector_ground(H, info)
     if abs(exact - info.fci_energy) > 1e-8:
         raise SystemExit(f"{mol.name}: exact diagonalisation {exact} != FCI {info.fci_energy}")
@@ -96,31 +95,39 @@ def build(mol_kwargs, description, **extra):
     return entry_to_json(H, info, description=description, **extra)
 
 
-def write(stem, entries):
+def write(stem, entries, out_dir: Path = DATA_DIR) -> Path:
     import pyscf
-    doc = {"format": FORMAT, "generated_by": "scripts/generate_molecules.py",
+    doc = {"format": FORMAT, "generated_by": GENERATED_BY,
            "pyscf_version": pyscf.__version__,
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
            "entries": entries}
-    path = DATA_DIR / f"{stem}.json"
+    path = Path(out_dir) / f"{stem}.json"
     text = json.dumps(doc, separators=(",", ":"))
     # one term per line keeps the files diff-able
     text = text.replace('],[', '],\n[')
     path.write_text(text + "\n", encoding="utf-8")
-    print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size / 1024:.1f} KiB)")
+    print(f"wrote {path} ({path.stat().st_size / 1024:.1f} KiB)")
+    return path
 
 
-def main(names):
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
+def main(names=(), out_dir: Path = DATA_DIR) -> list:
+    """Write the named files (all when ``names`` is empty) to ``out_dir``; returns their paths."""
+    unknown = set(names) - set(MOLECULES) - {f"{k}_scan" for k in SCANS}
+    if unknown:
+        raise ValueError(f"generate_data: unknown molecule(s) {sorted(unknown)}; "
+                         f"known: {sorted(MOLECULES) + [f'{k}_scan' for k in SCANS]}")
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    written = []
     for name, (description, kwargs) in MOLECULES.items():
         if names and name not in names:
             continue
-        write(name, [build(kwargs, description)])
+        written.append(write(name, [build(kwargs, description)], out_dir))
     for name, (description, geom, lengths) in SCANS.items():
-        if names and f"{name}_scan" not in names and name not in names:
+        if names and f"{name}_scan" not in names:
             continue
         entries = [build(dict(geometry=geom(r)), f"{description}, {r:g} Å", bond_length=r) for r in lengths]
-        write(f"{name}_scan", entries)
+        written.append(write(f"{name}_scan", entries, out_dir))
+    return written
 
 
 if __name__ == "__main__":

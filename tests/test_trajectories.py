@@ -279,6 +279,15 @@ def test_mixed_unitary_channels_are_recognised():
     assert noise_folding.constant_probabilities(mixed.amplitude_damping(0.3).kraus) is None
     assert noise_folding.fold_table(mixed.depolarizing(0.2, n_wires=2).kraus) is not None
     assert noise_folding.fold_table(_channel("cnot_mixture", (0.3,))[0].kraus) is None
+    # Pauli codes x + 2z per wire: I 0, X 1, Z 2, Y 3
+    c, codes = noise_folding.pauli_table(mixed.pauli_channel(0.1, 0.2, 0.3).kraus)
+    got = {tuple(row): float(p) for row, p in zip(codes.tolist(), c) if p > 0}
+    assert got == pytest.approx({(0,): 0.4, (1,): 0.1, (3,): 0.2, (2,): 0.3})
+    h = torch.tensor([[1, 1], [1, -1]], dtype=torch.complex128) / 2 ** 0.5
+    eye = torch.eye(2, dtype=torch.complex128)
+    hadamard_flip = torch.stack([0.8 ** 0.5 * eye, 0.2 ** 0.5 * h])     # mixed unitary, not Pauli
+    assert noise_folding.pauli_table(hadamard_flip) is None
+    assert noise_folding.fold_table(hadamard_flip) is not None
 
 
 def test_bad_input_is_named():

@@ -113,11 +113,14 @@ def _unitary_branches(kraus: torch.Tensor):
 def fold_table(kraus: torch.Tensor):
     """(probabilities (m,), U3 angles (m, wires, 3)) of a mixed-unitary channel whose unitaries are
     products of one-wire ones, or None."""
-    found = _unitary_branches(kraus)
+    return _u3_rows(_unitary_branches(kraus), kraus.shape[-1])
+
+
+def _u3_rows(found, dim: int):
     if found is None:
         return None
     c, branches = found
-    n_w = int(round(math.log2(kraus.shape[-1])))
+    n_w = int(round(math.log2(dim)))
     rows = []
     for factors in branches:
         per_wire = [(0.0, 0.0, 0.0)] * n_w if factors is None else [_u3_angles(f) for f in factors]
@@ -139,11 +142,14 @@ def _pauli_code(u: torch.Tensor) -> Optional[int]:
 def pauli_table(kraus: torch.Tensor):
     """(probabilities (m,), Pauli codes (m, wires)) of a channel whose branches are Pauli strings
     up to phase, or None."""
-    found = _unitary_branches(kraus)
+    return _pauli_rows(_unitary_branches(kraus), kraus.shape[-1])
+
+
+def _pauli_rows(found, dim: int):
     if found is None:
         return None
     c, branches = found
-    n_w = int(round(math.log2(kraus.shape[-1])))
+    n_w = int(round(math.log2(dim)))
     codes = [[0] * n_w if f is None else [_pauli_code(u) for u in f] for f in branches]
     if any(v is None for row in codes for v in row):
         return None
@@ -358,13 +364,15 @@ def folded(circuit, noise_model, instructions, noise_key) -> Optional[Folded]:
                 frame_columns.extend(u3(w))
 
     def fold(channel, wires):
-        t = pauli_table(channel.kraus)
+        # one SVD pass per branch serves both readings of the channel
+        found, dim = _unitary_branches(channel.kraus), channel.kraus.shape[-1]
+        t = _pauli_rows(found, dim)
         if t is not None:
             pauli.append(t)
             for w in wires:
                 frame.add(w)
             return True
-        t = fold_table(channel.kraus)
+        t = _u3_rows(found, dim)
         if t is None:
             return False
         flush(wires)

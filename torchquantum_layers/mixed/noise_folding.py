@@ -110,24 +110,30 @@ def _unitary_branches(kraus: torch.Tensor):
     return c, branches
 
 
-def fold_table(kraus: torch.Tensor):
-    """(probabilities (m,), U3 angles (m, wires, 3)) of a mixed-unitary channel whose unitaries are
-    products of one-wire ones, or None."""
-    return _u3_rows(_unitary_branches(kraus), kraus.shape[-1])
-
-
-def _u3_rows(found, dim: int):
+def _branch_rows(found, dim: int, read, identity, dtype):
+    """(probabilities, per branch and wire ``read(one-wire factor)``) or None where one reads None."""
     if found is None:
         return None
     c, branches = found
     n_w = int(round(math.log2(dim)))
-    rows = []
-    for factors in branches:
-        per_wire = [(0.0, 0.0, 0.0)] * n_w if factors is None else [_u3_angles(f) for f in factors]
-        if any(a is None for a in per_wire):
-            return None
-        rows.append(per_wire)
-    return c, torch.tensor(rows, dtype=torch.float64)
+    rows = [[identity] * n_w if f is None else [read(u) for u in f] for f in branches]
+    if any(v is None for row in rows for v in row):
+        return None
+    return c, torch.tensor(rows, dtype=dtype)
+
+
+def _u3_rows(found, dim: int):
+    return _branch_rows(found, dim, _u3_angles, (0.0, 0.0, 0.0), torch.float64)
+
+
+def _pauli_rows(found, dim: int):
+    return _branch_rows(found, dim, _pauli_code, 0, torch.int64)
+
+
+def fold_table(kraus: torch.Tensor):
+    """(probabilities (m,), U3 angles (m, wires, 3)) of a mixed-unitary channel whose unitaries are
+    products of one-wire ones, or None."""
+    return _u3_rows(_unitary_branches(kraus), kraus.shape[-1])
 
 
 def _pauli_code(u: torch.Tensor) -> Optional[int]:
@@ -143,17 +149,6 @@ def pauli_table(kraus: torch.Tensor):
     """(probabilities (m,), Pauli codes (m, wires)) of a channel whose branches are Pauli strings
     up to phase, or None."""
     return _pauli_rows(_unitary_branches(kraus), kraus.shape[-1])
-
-
-def _pauli_rows(found, dim: int):
-    if found is None:
-        return None
-    c, branches = found
-    n_w = int(round(math.log2(dim)))
-    codes = [[0] * n_w if f is None else [_pauli_code(u) for u in f] for f in branches]
-    if any(v is None for row in codes for v in row):
-        return None
-    return c, torch.tensor(codes, dtype=torch.int64)
 
 
 def _string(bits: np.ndarray, k: int) -> np.ndarray:

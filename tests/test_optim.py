@@ -32,3 +32,198 @@ def test_bad_optimizers_are_named():
         make_optimizer("adamx", _params())
     with pytest.raises(TypeError, match="int"):
         make_optimizer(3, _params())
+
+
+# ------------------------------------------------------------------------------------------------
+# QNG and SPSA (oracles: analytic metrics and losses, dense NumPy states with finite differences)
+import io  # noqa: E402
+import math  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import torchquantum_layers as tql  # noqa: E402
+from torchquantum_layers.optim import QNG, SPSA  # noqa: E402
+
+from . import oracle  # noqa: E402
+from .conftest import REAL  # noqa: E402
+
+STEP_TOL = {torch.complex64: 2e-4, torch.complex128: 1e-7}
+OBS = tql.Hamiltonian([(1.0, "Z0"), (0.5, "X1"), (0.3, "Y0 Y1")])
+OBS_NP = (oracle.kron(oracle.Z, oracle.I2) + 0.5 * oracle.kron(oracle.I2, oracle.X)
+          + 0.3 * oracle.kron(oracle.Y, oracle.Y))
+
+
+def _two_qubit_circuit(theta, dtype, device):
+    c = tql.Circuit(2, dtype=dtype)
+    c.rx(0, trainable=True, init=theta[0])
+    c.ry(1, trainable=True, init=theta[1])
+    c.cnot(0, 1)
+    c.rz(0, trainable=True, init=theta[2])
+    c.ry(0, 0.3)
+    return c.to(device)
+
+
+def _psi_np(t):
+    ops = [("RX", (0,), (t[0],)), ("RY", (1,), (t[1],)), ("CNOT", (0, 1), ()), ("RZ", (0,), (t[2],)),
+           ("RY", (0,), (0.3,))]
+    return oracle.run_ops(ops, 2, np.eye(1, 4, dtype=complex))[0]
+
+
+def _metric_and_gradient_np(theta, eps=1e-6):
+    psi = _psi_np(theta)
+    d, grad = [], []
+    for i in range(len(theta)):
+        tp, tm = list(theta), list(theta)
+        tp[i] += eps
+        tm[i] -= eps
+        d.append((_psi_np(tp) - _psi_np(tm)) / (2 * eps))
+        energy = [np.real(v.conj() @ OBS_NP @ v) for v in (_psi_np(tp), _psi_np(tm))]
+        grad.append((energy[0] - energy[1]) / (2 * eps))
+    metric = np.array([[np.real(a.conj() @ b - (a.conj() @ psi) * (psi.conj() @ b)) for b in d] for a in d])
+    return metric, np.array(grad)
+
+
+@pytest.mark.parametrize("diff_method", ["backprop", "adjoint"])
+def test_qng_step_is_the_metric_solve(dtype, device, diff_method):
+    theta, lr, lam = [0.4, -1.1, 0.8], 0.2, 1e-2
+    c = _two_qubit_circuit(theta, dtype, device)
+    opt = QNG(c, lr=lr, regularization=lam)
+    opt.zero_grad()
+    tql.expval(c, OBS, diff_method=diff_method).sum().backward()
+    opt.step()
+    metric, grad = _metric_and_gradient_np(theta)
+    want = np.array(theta) - lr * np.linalg.solve(metric + lam * np.eye(3), grad)
+    got = c.weights.detach().cpu().double().numpy()
+    assert np.allclose(got, want, atol=STEP_TOL[dtype]), (got, want)
+
+
+def test_qng_averages_the_metric_over_the_batch(dtype, device):
+    # RY(θ) after RX(x) on |0⟩: ⟨Z⟩ = cos θ cos x, g = (1 − ⟨Y⟩²) / 4 = cos² x / 4
+    theta, lr, lam = 0.7, 0.1, 1e-3
+    x = torch.tensor([[0.3], [1.2]], dtype=REAL[dtype], device=device)
+    c = tql.Circuit(1, dtype=dtype)
+    c.rx(0, input=0)
+    c.ry(0, trainable=True, init=theta)
+    c = c.to(device)
+    opt = QNG(c, lr=lr, regularization=lam, x=x)
+
+    def closure():
+        opt.zero_grad()
+        loss = tql.expval(c, "Z0", x=x).mean()
+        loss.backward()
+        return loss
+    loss = opt.step(closure)
+    cx = np.cos([0.3, 1.2])
+    assert float(loss.detach()) == pytest.approx(math.cos(theta) * cx.mean(), abs=STEP_TOL[dtype])
+    want = theta - lr * (-math.sin(theta) * cx.mean()) / ((cx ** 2).mean() / 4 + lam)
+    assert float(c.weights[0]) == pytest.approx(want, abs=STEP_TOL[dtype])
+
+
+def test_qng_reaches_the_ground_energy():
+    c = _two_qubit_circuit([0.1, 0.2, 0.3], torch.complex128, "cpu")
+    c.ry(1, trainable=True, init=0.1)
+    c.cnot(1, 0)
+    c.rx(1, trainable=True, init=0.2)
+    opt = QNG(c, lr=0.2)
+    for _ in range(60):
+        opt.zero_grad()
+        energy = tql.expval(c, OBS).sum()
+        energy.backward()
+        opt.step()
+    ground = np.linalg.eigvalsh(OBS_NP)[0]
+    assert float(tql.expval(c, OBS).sum()) == pytest.approx(ground, abs=1e-3)
+
+
+def test_qng_bad_input_is_named():
+    c = _two_qubit_circuit([0.1, 0.2, 0.3], torch.complex128, "cpu")
+    with pytest.raises(TypeError, match="QNG: expected a tql.Circuit"):
+        QNG(torch.nn.Linear(2, 2))
+    with pytest.raises(ValueError, match="no trainable parameters"):
+        QNG(tql.Circuit(2))
+    with pytest.raises(ValueError, match="QNG: lr must be a finite number > 0"):
+        QNG(c, lr=-0.1)
+    with pytest.raises(ValueError, match="QNG: regularization must be a finite number ≥ 0"):
+        QNG(c, regularization=float("nan"))
+    opt = QNG(c)
+    more = tql.Circuit(2, dtype=torch.complex128)
+    more.ry(0, trainable=True)
+    c.append(more)                             # the joined angles: a new weights tensor
+    tql.expval(c, OBS).sum().backward()
+    with pytest.raises(ValueError, match="circuit.weights was replaced"):
+        opt.step()
+
+
+def _spsa_gains(lr, perturbation, alpha, gamma, stability, k):
+    return lr / (k + 1 + stability) ** alpha, perturbation / (k + 1) ** gamma
+
+
+def test_spsa_on_one_parameter_is_gradient_descent_with_spall_gains():
+    # one parameter: Δ = ±1 and the central difference of a quadratic is its exact slope
+    theta = torch.nn.Parameter(torch.tensor([3.0], dtype=torch.float64))
+    opt = SPSA([theta], lr=0.4, perturbation=0.2, alpha=0.7, gamma=0.2, stability=2.0)
+    want = 3.0
+    for k in range(6):
+        loss = opt.step(lambda: ((theta - 1.0) ** 2).sum())
+        a_k, c_k = _spsa_gains(0.4, 0.2, 0.7, 0.2, 2.0, k)
+        assert float(loss) == pytest.approx((want - 1) ** 2 + c_k ** 2)      # mean of L(θ ± c_k)
+        want -= a_k * 2 * (want - 1.0)
+        assert float(theta) == pytest.approx(want, abs=1e-12)
+
+
+def test_spsa_estimate_is_unbiased_over_resamplings():
+    # a linear loss w·θ: each draw gives (w·Δ) Δ, whose mean over Δ is w
+    w = torch.tensor([0.5, -1.0, 2.0, 0.25], dtype=torch.float64)
+    theta = torch.nn.Parameter(torch.zeros(4, dtype=torch.float64))
+    opt = SPSA([theta], lr=1.0, perturbation=0.1, resamplings=4000, seed=3)
+    opt.step(lambda: (w * theta).sum())
+    estimate = -theta.detach()                   # a_0 = 1
+    assert torch.allclose(estimate, w, atol=0.15), estimate
+    assert not torch.allclose(estimate, w, atol=1e-3)          # an estimate, not the gradient
+
+
+def test_spsa_trains_a_circuit_with_shots(dtype, device):
+    c = _two_qubit_circuit([0.1, 0.2, 0.3], dtype, device)
+    gen = torch.Generator(device=device).manual_seed(0)
+    opt = SPSA(c.parameters(), lr=1.0, perturbation=0.2, stability=5, seed=1)
+    for _ in range(150):
+        opt.step(lambda: tql.expval(c, OBS, shots=2000, generator=gen).sum())
+    reachable = min(np.real(_psi_np(t).conj() @ OBS_NP @ _psi_np(t))
+                    for t in np.random.default_rng(0).uniform(-np.pi, np.pi, (4000, 3)))
+    final = float(tql.expval(c, OBS).sum().detach())
+    assert final == pytest.approx(reachable, abs=0.08), (final, reachable)
+
+
+def test_spsa_resumes_from_its_state_dict():
+    def run(split):
+        theta = torch.nn.Parameter(torch.tensor([0.3, -0.2, 1.0], dtype=torch.float64))
+        opt = SPSA([theta], lr=0.2, seed=7)
+
+        def loss():
+            return (theta ** 2 * torch.tensor([1.0, 2.0, 3.0], dtype=theta.dtype)).sum() + theta.prod()
+        for k in range(6):
+            if k == split:
+                buf = io.BytesIO()
+                torch.save({"theta": theta.detach(), "opt": opt.state_dict()}, buf)
+                buf.seek(0)
+                saved = torch.load(buf, weights_only=True)
+                theta = torch.nn.Parameter(saved["theta"].clone())
+                opt = SPSA([theta], lr=0.2, seed=7)
+                opt.load_state_dict(saved["opt"])
+            opt.step(loss)
+        return theta.detach()
+    assert torch.equal(run(split=None), run(split=3))
+
+
+def test_spsa_bad_input_is_named():
+    theta = torch.nn.Parameter(torch.zeros(2))
+    with pytest.raises(ValueError, match="SPSA: step needs a closure"):
+        SPSA([theta]).step()
+    with pytest.raises(ValueError, match="SPSA: the closure must return a scalar loss"):
+        SPSA([theta]).step(lambda: theta * 2)
+    for kwargs, match in (({"lr": 0}, "SPSA: lr must be"), ({"perturbation": float("inf")}, "perturbation"),
+                          ({"stability": -1}, "stability must be a finite number ≥ 0"),
+                          ({"resamplings": 0}, "resamplings must be a positive int")):
+        with pytest.raises(ValueError, match=match):
+            SPSA([theta], **kwargs)
+    with pytest.raises(TypeError, match="SPSA: seed must be an int"):
+        SPSA([theta], seed="1")

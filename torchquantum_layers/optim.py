@@ -1,11 +1,13 @@
-"""Optimizers by name, shared by the VQE drivers and the Lightning recipes."""
+"""Optimizers by name, shared by the VQE drivers and the Lightning recipes, and the two that
+variational circuits want and ``torch.optim`` lacks: :class:`QNG` and :class:`SPSA`."""
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import torch
 
-__all__ = ["make_optimizer", "optimizer_class", "NAMED_LRS"]
+__all__ = ["make_optimizer", "optimizer_class", "NAMED_LRS", "QNG", "SPSA"]
 
 NAMED_LRS = {"adam": 0.1, "sgd": 0.2, "lbfgs": 1.0}
 """Default learning rates of the named optimizers (a caller may pass its own)."""
@@ -51,3 +53,123 @@ def make_optimizer(optimizer, params, lr: Optional[float] = None,
     if callable(optimizer):
         return optimizer(params)
     raise TypeError(f"optimizer must be a name, an Optimizer class or a callable, got {type(optimizer).__name__}")
+
+
+def _positive(value, name: str, what: str, allow_zero: bool = False) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not allow_zero):
+        bound = "≥ 0" if allow_zero else "> 0"
+        raise ValueError(f"{what}: {name} must be a finite number {bound}, got {value!r}")
+    return float(value)
+
+
+class QNG(torch.optim.Optimizer):
+    """Quantum natural gradient (Stokes, Izaac, Killoran, Carleo 2020) for a :class:`~tql.Circuit`.
+
+    ``θ ← θ − lr · (g + λ I)⁻¹ ∇L`` with ``g`` the Fubini–Study metric of the circuit's output state
+    at θ (:func:`tql.grad.quantum_fisher`, averaged over the batch of ``x`` / ``state`` when
+    given) and ``λ = regularization`` keeping the solve well posed where ``g`` is singular.
+    ``∇L`` is what ``backward`` left in ``circuit.weights.grad`` (any ``diff_method``); the metric
+    costs one Jacobian of the state per step, so this pays where steps are few and expensive
+    (VQE), not for wide classifiers. ``x`` / ``state`` may be changed between steps through
+    :attr:`inputs`.
+    """
+
+    def __init__(self, circuit, lr: float = 0.1, regularization: float = 1e-3, x=None, state=None):
+        from .circuit import Circuit
+        if not isinstance(circuit, Circuit):
+            raise TypeError(f"QNG: expected a tql.Circuit, got {type(circuit).__name__}")
+        if circuit.num_parameters == 0:
+            raise ValueError("QNG: the circuit has no trainable parameters")
+        lr = _positive(lr, "lr", "QNG")
+        regularization = _positive(regularization, "regularization", "QNG", allow_zero=True)
+        super().__init__([circuit.weights], dict(lr=lr, regularization=regularization))
+        self.circuit = circuit
+        self.inputs = {"x": x, "state": state}
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        from .grad import quantum_fisher
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        group = self.param_groups[0]
+        (w,) = group["params"]
+        if w is not self.circuit.weights:
+            raise ValueError("QNG: circuit.weights was replaced after the optimizer was made (append() or "
+                             "load_state_dict(assign=True)); make the optimizer after building the circuit")
+        if w.grad is None:
+            return loss
+        with torch.enable_grad():
+            metric = quantum_fisher(self.circuit, **self.inputs).mean(0)
+        metric = metric.to(w.grad.dtype)
+        eye = torch.eye(metric.shape[0], dtype=metric.dtype, device=metric.device)
+        w.sub_(group["lr"] * torch.linalg.solve(metric + group["regularization"] * eye, w.grad))
+        return loss
+
+
+class SPSA(torch.optim.Optimizer):
+    """Simultaneous perturbation stochastic approximation (Spall 1992): a gradient estimate from two
+    loss evaluations per step whatever the number of parameters, no backward pass: for finite
+    ``shots`` or any loss autograd cannot reach.
+
+    Step k (from 0): ``a_k = lr / (k + 1 + stability)**alpha``, ``c_k = perturbation / (k + 1)**gamma``,
+    ``Δ`` random ±1 per parameter, ``ĝ = (L(θ + c_k Δ) − L(θ − c_k Δ)) / (2 c_k) · Δ`` (averaged over
+    ``resamplings`` draws of Δ), ``θ ← θ − a_k ĝ``. Spall's exponents 0.602 / 0.101 are the
+    defaults. ``step(closure)`` needs a closure that returns the loss; it runs under
+    ``torch.no_grad()``, so it must not call ``backward``. Δ of step k comes from ``seed`` and k
+    alone, so a run resumed from ``state_dict()`` continues exactly as an uninterrupted one.
+    ``step`` returns the mean of the evaluated losses (the loss near θ before the update).
+    """
+
+    def __init__(self, params, lr: float = 0.1, perturbation: float = 0.1, alpha: float = 0.602,
+                 gamma: float = 0.101, stability: float = 0.0, resamplings: int = 1, seed: int = 0):
+        for name, value in (("lr", lr), ("perturbation", perturbation), ("alpha", alpha), ("gamma", gamma)):
+            _positive(value, name, "SPSA")
+        _positive(stability, "stability", "SPSA", allow_zero=True)
+        if isinstance(resamplings, bool) or not isinstance(resamplings, int) or resamplings < 1:
+            raise ValueError(f"SPSA: resamplings must be a positive int, got {resamplings!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"SPSA: seed must be an int, got {type(seed).__name__}")
+        super().__init__(params, dict(lr=float(lr), perturbation=float(perturbation), alpha=float(alpha),
+                                      gamma=float(gamma), stability=float(stability),
+                                      resamplings=resamplings, seed=seed))
+
+    def _directions(self, group, index: int, k: int, r: int) -> list:
+        g = torch.Generator().manual_seed(((group["seed"] * 1_000_003 + k) * 131 + r) * 17 + index)
+        return [(torch.randint(0, 2, p.shape, generator=g, dtype=torch.int8) * 2 - 1).to(p.device, p.dtype)
+                for p in group["params"]]
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        if closure is None:
+            raise ValueError("SPSA: step needs a closure that returns the loss")
+        losses = []
+        for index, group in enumerate(self.param_groups):
+            params = group["params"]
+            state = self.state[params[0]]
+            k = int(state.get("step", 0))
+            a_k = group["lr"] / (k + 1 + group["stability"]) ** group["alpha"]
+            c_k = group["perturbation"] / (k + 1) ** group["gamma"]
+            estimate = [torch.zeros_like(p) for p in params]
+            for r in range(group["resamplings"]):
+                deltas = self._directions(group, index, k, r)
+                for p, d in zip(params, deltas):
+                    p.add_(d, alpha=c_k)
+                plus = torch.as_tensor(closure()).detach()
+                for p, d in zip(params, deltas):
+                    p.sub_(d, alpha=2 * c_k)
+                minus = torch.as_tensor(closure()).detach()
+                for p, d in zip(params, deltas):
+                    p.add_(d, alpha=c_k)
+                if plus.numel() != 1 or minus.numel() != 1:
+                    raise ValueError(f"SPSA: the closure must return a scalar loss, got shape {tuple(plus.shape)}")
+                slope = (plus - minus).reshape(()) / (2 * c_k)
+                for e, d in zip(estimate, deltas):
+                    e.add_(d * slope.to(e.dtype) / group["resamplings"])
+                losses += [plus.reshape(()), minus.reshape(())]
+            for p, e in zip(params, estimate):
+                p.sub_(e, alpha=a_k)
+            state["step"] = torch.tensor(k + 1)
+        return torch.stack([v.to(torch.float64) for v in losses]).mean()

@@ -284,6 +284,37 @@ def test_quantum_fisher_against_dense_finite_differences():
     assert np.allclose(got, ref, atol=1e-7)
 
 
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(spec=S.circuit_specs(max_wires=4, max_ops=8, min_ops=1, gates=S.PARAMETRIC_GATES,
+                            kinds=("fixed", "new", "shared", "input"), max_batch=3),
+       inverse=st.booleans())
+def test_quantum_fisher_on_random_circuits_against_oracle_differences(spec, inverse):
+    """Every parametrised gate of the table, shared angles, input angles per sample, inverse
+    circuits: the metric per sample vs central differences of the oracle's states."""
+    c, recipe = S.build(spec, torch.complex128, fuse=False)
+    if inverse:
+        c = c.inverse()
+    x = S.features(spec, torch.complex128)
+    x_np, P, eps = S.as_np(x), c.num_parameters, 1e-6
+    w = S.weights_of(c)
+    got = quantum_fisher(c, x=x).numpy()
+    assert got.shape == (spec.batch, P, P)
+
+    def states(weights):
+        return np.broadcast_to(S.oracle_states(recipe, spec.n_wires, weights, x_np, inverse=inverse),
+                               (spec.batch, 2 ** spec.n_wires))
+    psi = states(w)
+    d = []
+    for i in range(P):
+        step = np.zeros(P)
+        step[i] = eps
+        d.append((states(w + step) - states(w - step)) / (2 * eps))
+    d = np.array(d).reshape(P, spec.batch, 2 ** spec.n_wires)
+    ref = (np.einsum("pbn,qbn->bpq", d.conj(), d)
+           - np.einsum("pbn,bn->bp", d.conj(), psi)[:, :, None] * np.einsum("bn,qbn->bq", psi.conj(), d)[:, None, :])
+    np.testing.assert_allclose(got, ref.real, atol=1e-6, err_msg=str(spec))
+
+
 def test_parameter_shift_with_shots_is_unbiased():
     c = tql.Circuit(2).double()
     c.rx(0, trainable=True, init=0.9)

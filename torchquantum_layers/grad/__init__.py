@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from .adjoint import AdjointExpval
+from .metric import quantum_fisher
 from .parameter_shift import ParameterShiftExpval, shift_rule
 
 DIFF_METHODS = ("backprop", "adjoint", "parameter-shift")
@@ -120,26 +121,6 @@ def hessian(circuit, observable, x=None, state=None):
     def energy(w):
         return expectation(run_circuit(circuit, state, x, w), obs[0]).sum()
     return torch.autograd.functional.hessian(energy, circuit.weights.detach().clone())
-
-
-def quantum_fisher(circuit, x=None, state=None):
-    """Fubini–Study metric g_ij = Re[⟨∂iψ|∂jψ⟩ − ⟨∂iψ|ψ⟩⟨ψ|∂jψ⟩] per sample, (B, P, P).
-
-    Multiply by 4 for the quantum Fisher information; use it for quantum natural gradient.
-    """
-    from ..engine import run_circuit
-    x, state, _ = circuit.prepare(x, state)
-    w0 = circuit.weights.detach().clone()
-
-    def planes(w):
-        return torch.view_as_real(run_circuit(circuit, state, x, w))
-    jac = torch.autograd.functional.jacobian(planes, w0)          # (B, N, 2, P)
-    dpsi = torch.complex(jac[:, :, 0], jac[:, :, 1])               # (B, N, P)
-    with torch.no_grad():
-        psi = run_circuit(circuit, state, x, w0)
-    overlap = torch.einsum("bnp,bnq->bpq", dpsi.conj(), dpsi)
-    berry = torch.einsum("bnp,bn->bp", dpsi.conj(), psi)
-    return (overlap - berry[:, :, None] * berry.conj()[:, None, :]).real
 
 
 __all__ = ["expval", "circuit_expval", "hessian", "quantum_fisher", "AdjointExpval", "ParameterShiftExpval",

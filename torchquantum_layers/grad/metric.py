@@ -20,7 +20,7 @@ def quantum_fisher(circuit, x=None, state=None):
     """Fubini–Study metric g_ij = Re[⟨∂iψ|∂jψ⟩ − ⟨∂iψ|ψ⟩⟨ψ|∂jψ⟩] per sample, (B, P, P).
 
     Multiply by 4 for the quantum Fisher information; :class:`tql.optim.QNG` uses it for the
-    quantum natural gradient. No autograd graph is recorded.
+    quantum natural gradient. No autograd graph is recorded; memory: (P + 1) · B states.
     """
     x, state, _ = circuit.prepare(x, state)
     n, P = circuit.n_wires, circuit.num_parameters

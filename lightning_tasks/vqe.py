@@ -41,7 +41,7 @@ __all__ = ["VQETask", "ChemicalAccuracyStopping", "fit_vqe", "pes_scan", "ANSATZ
            "CHEMICAL_ACCURACY_MHA"]
 
 ANSATZE = ("uccsd", "hardware_efficient")
-OPTIMIZERS = ("adam", "sgd", "lbfgs")
+OPTIMIZERS = ("adam", "sgd", "lbfgs", "qng", "spsa")
 CHEMICAL_ACCURACY_MHA = 1e3 * CHEMICAL_ACCURACY          # 1.6 mHa
 _DTYPES = {"complex128": torch.complex128, "complex64": torch.complex64,
            "float64": torch.complex128, "float32": torch.complex64}
@@ -65,7 +65,9 @@ class VQETask(pl.LightningModule):
         ansatz: ``"uccsd"`` (HF + Givens excitations, angles 0) or ``"hardware_efficient"``
             (``n_layers`` RY/CNOT layers starting at HF, small random angles from ``seed``).
         optimizer, lr: ``"adam"`` (default lr 0.1), ``"sgd"``, ``"lbfgs"`` (Lightning's closure
-            drives its line search), or another ``torch.optim`` class name.
+            drives its line search), ``"qng"`` (quantum natural gradient with the ansatz's metric),
+            ``"spsa"`` (two energies per step, no gradient; the task then steps it itself, as
+            Lightning's manual optimisation), or another ``torch.optim`` class name.
         diff_method: ``"auto"`` (default: backprop while its stored states fit in
             ``tql.grad.AUTO_BACKPROP_BYTES``, the faster method there; adjoint beyond),
             ``"adjoint"``, ``"backprop"`` or ``"parameter-shift"``.
@@ -117,6 +119,8 @@ class VQETask(pl.LightningModule):
         if init_weights is not None:
             self.set_weights(init_weights)
         self.history: list = []            # history[k]: energy after k optimizer steps
+        # SPSA's closure may only evaluate the energy, which Lightning's automatic closure does not
+        self.automatic_optimization = optimizer.lower() != "spsa"
         self._seen_step = -1
         self._best = None                  # (energy, angles) of the lowest energy logged in this process
 
@@ -151,7 +155,11 @@ class VQETask(pl.LightningModule):
         return _energy(self.circuit, self.H, diff_method=self.hparams.diff_method)
 
     def training_step(self, batch, batch_idx):
-        e = self()
+        if not self.automatic_optimization:
+            with torch.no_grad():
+                e = self()
+        else:
+            e = self()
         if self._seen_step != self.global_step:        # L-BFGS evaluates several times per step
             self._seen_step = self.global_step
             value = float(e.detach())
@@ -163,10 +171,13 @@ class VQETask(pl.LightningModule):
             self.log("error_mha", err, on_step=True, on_epoch=False, prog_bar=True, batch_size=1)
             self.log("chemical_accuracy", float(err < CHEMICAL_ACCURACY_MHA), on_step=True, on_epoch=False,
                      batch_size=1)
+        if not self.automatic_optimization:
+            self.optimizers().step(closure=self)
+            return None
         return e
 
     def configure_optimizers(self):
-        return make_optimizer(self.hparams.optimizer, self.parameters(), self.hparams.lr)
+        return make_optimizer(self.hparams.optimizer, self.parameters(), self.hparams.lr, circuit=self.circuit)
 
     def train_dataloader(self):
         return DataLoader(TensorDataset(torch.zeros(1)), batch_size=1)

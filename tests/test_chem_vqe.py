@@ -186,7 +186,7 @@ def test_vqe_h2_hardware_efficient(dtype, device):
     assert abs(r.energy - info.fci_energy) < CHEM_ACC
 
 
-@pytest.mark.parametrize("optimizer", ["lbfgs", "sgd", torch.optim.Adam])
+@pytest.mark.parametrize("optimizer", ["lbfgs", "sgd", torch.optim.Adam, "qng", "spsa"])
 def test_vqe_stops_at_target(optimizer):
     H, info = chem.load("H2")
     c = chem.uccsd(4, 2, dtype=torch.complex128)
@@ -208,6 +208,8 @@ def test_vqe_errors():
         chem.vqe(H, chem.uccsd(4, 2), optimizer="newton")
     with pytest.raises(ValueError, match="steps"):
         chem.vqe(H, chem.uccsd(4, 2), steps=-1)
+    with pytest.raises(ValueError, match="'qng' needs the tql.Circuit"):
+        tql.optim.make_optimizer("qng", chem.uccsd(4, 2).parameters())
 
 
 def test_vqe_lih_12_qubits_uccsd():

@@ -17,6 +17,13 @@ def test_named_optimizers_and_their_default_rates():
     assert make_optimizer("adam", _params(), lr=0.3, default_lrs={"adam": 0.05}).param_groups[0]["lr"] == 0.3
     lb = make_optimizer("lbfgs", _params())
     assert lb.defaults["max_iter"] == 1 and lb.defaults["max_eval"] == 25     # a line search per step
+    spsa = make_optimizer("SPSA", _params())
+    assert type(spsa).__name__ == "SPSA" and spsa.param_groups[0]["lr"] == NAMED_LRS["spsa"]
+    import torchquantum_layers as tql
+    c = tql.Circuit(1)
+    c.ry(0, trainable=True)
+    qng = make_optimizer("qng", c.parameters(), circuit=c)
+    assert type(qng).__name__ == "QNG" and qng.circuit is c and qng.param_groups[0]["lr"] == NAMED_LRS["qng"]
 
 
 def test_other_torch_optimizers_by_name_class_or_callable():

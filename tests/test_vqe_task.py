@@ -86,6 +86,30 @@ def test_resume_from_checkpoint(tmp_path):
     assert torch.allclose(loaded.circuit.weights, saved_weights)
 
 
+@pytest.mark.parametrize("optimizer, lr, steps", [("qng", 0.5, 15), ("spsa", None, 150)])
+def test_natural_gradient_and_spsa_through_the_trainer(optimizer, lr, steps):
+    task = fit_vqe("H2", max_steps=steps, optimizer=optimizer, lr=lr)
+    assert task.steps_to_accuracy is not None and task.steps_to_accuracy <= steps
+    assert task.error_mha < CHEMICAL_ACCURACY_MHA and task.best_energy >= task.fci_energy - 1e-9
+    assert len(task.history) == task.global_step
+    assert task.automatic_optimization == (optimizer != "spsa")
+
+
+def test_spsa_resumes_from_a_lightning_checkpoint(tmp_path):
+    task = VQETask("H2", optimizer="spsa", lr=0.1)
+    ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)
+    make_trainer(max_steps=3, callbacks=[ckpt], enable_checkpointing=True).fit(task)
+    raw = torch.load(tmp_path / "last.ckpt", weights_only=True)
+    assert raw["global_step"] == 3 and int(raw["optimizer_states"][0]["state"][0]["step"]) == 3
+    fresh = VQETask(**raw["hyper_parameters"])
+    make_trainer(max_steps=6, enable_checkpointing=False).fit(fresh, ckpt_path=str(tmp_path / "last.ckpt"))
+    straight = VQETask("H2", optimizer="spsa", lr=0.1)
+    make_trainer(max_steps=6).fit(straight)
+    assert fresh.global_step == 6
+    assert torch.allclose(fresh.circuit.weights, straight.circuit.weights, atol=1e-12)
+    assert not torch.allclose(fresh.circuit.weights, task.circuit.weights)
+
+
 def test_pes_scan_three_points_warm_started(tmp_path):
     table = pes_scan("H2", bond_lengths=[0.5, 0.7, 1.5], max_steps=100, plot=str(tmp_path / "pes.png"))
     assert [row["bond_length"] for row in table] == [0.5, 0.7, 1.5]

@@ -7,9 +7,9 @@ from typing import Optional
 
 import torch
 
-__all__ = ["make_optimizer", "optimizer_class", "NAMED_LRS", "QNG", "SPSA"]
+__all__ = ["make_optimizer", "optimizer_class", "needs_closure_without_backward", "NAMED_LRS", "QNG", "SPSA"]
 
-NAMED_LRS = {"adam": 0.1, "sgd": 0.2, "lbfgs": 1.0}
+NAMED_LRS = {"adam": 0.1, "sgd": 0.2, "lbfgs": 1.0, "qng": 0.2, "spsa": 0.5}
 """Default learning rates of the named optimizers (a caller may pass its own)."""
 
 
@@ -22,12 +22,20 @@ def optimizer_class(name: str):
     return None
 
 
+def needs_closure_without_backward(optimizer) -> bool:
+    """True for optimizers (SPSA) whose closure must only evaluate the loss: a training loop that
+    calls ``backward`` inside its closure has to give them another one."""
+    return isinstance(optimizer, SPSA)
+
+
 def make_optimizer(optimizer, params, lr: Optional[float] = None,
-                   default_lrs: Optional[dict] = None) -> torch.optim.Optimizer:
+                   default_lrs: Optional[dict] = None, circuit=None) -> torch.optim.Optimizer:
     """``"adam"`` (lr 0.1), ``"sgd"`` (lr 0.2), ``"lbfgs"`` (lr 1, one iteration per step with a
-    strong-Wolfe line search of up to 25 evaluations), any other ``torch.optim`` class name
-    (case-insensitive, its own default lr), a ``torch.optim.Optimizer`` class, or a callable
-    ``params -> optimizer``. ``default_lrs`` overrides :data:`NAMED_LRS` per name."""
+    strong-Wolfe line search of up to 25 evaluations), ``"qng"`` (lr 0.2; :class:`QNG` of
+    ``circuit``, which must then be given), ``"spsa"`` (lr 0.5, :class:`SPSA`), any other
+    ``torch.optim`` class name (case-insensitive, its own default lr), a ``torch.optim.Optimizer``
+    class, or a callable ``params -> optimizer``. ``default_lrs`` overrides :data:`NAMED_LRS` per
+    name."""
     params = list(params)
     if isinstance(optimizer, torch.optim.Optimizer):
         return optimizer
@@ -43,10 +51,17 @@ def make_optimizer(optimizer, params, lr: Optional[float] = None,
             # max_eval must be given: its default (max_iter * 5 // 4 = 1) leaves the line search no evaluation
             return torch.optim.LBFGS(params, lr=lr, max_iter=1, max_eval=25, history_size=50,
                                      tolerance_grad=1e-10, tolerance_change=1e-14, line_search_fn="strong_wolfe")
+        if key == "qng":
+            if circuit is None:
+                raise ValueError("optimizer 'qng' needs the tql.Circuit whose metric it solves with (circuit=...); "
+                                 "it applies to circuits' angles only")
+            return QNG(circuit, lr=lr)
+        if key == "spsa":
+            return SPSA(params, lr=lr)
         cls = optimizer_class(optimizer)
         if cls is None:
-            raise ValueError(f"optimizer must be 'adam', 'sgd', 'lbfgs', a torch.optim class name, an Optimizer "
-                             f"class or a callable, got {optimizer!r}")
+            raise ValueError(f"optimizer must be 'adam', 'sgd', 'lbfgs', 'qng', 'spsa', a torch.optim class name, "
+                             f"an Optimizer class or a callable, got {optimizer!r}")
         optimizer = cls
     if isinstance(optimizer, type) and issubclass(optimizer, torch.optim.Optimizer):
         return optimizer(params, lr=lr) if lr is not None else optimizer(params)

@@ -14,7 +14,7 @@ import torch
 
 from ..circuit import Circuit
 from ..grad import circuit_expval
-from ..optim import make_optimizer
+from ..optim import make_optimizer, needs_closure_without_backward
 
 __all__ = ["energy", "vqe", "VQEResult", "ssvqe", "ssvqe_loss", "SSVQEResult", "make_optimizer",
            "CHEMICAL_ACCURACY"]
@@ -29,11 +29,12 @@ def energy(circuit: Circuit, H, state=None, diff_method: str = "backprop") -> to
     return e[0] if e.dim() == 1 and e.shape[0] == 1 else e
 
 
-def _run(loss_fn, params, optimizer, lr, steps, stop, callback):
+def _run(loss_fn, circuit, optimizer, lr, steps, stop, callback):
     """Optimise; ``history[k]`` is the loss after k updates. Stops before an update once ``stop``."""
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise ValueError(f"steps must be a non-negative int, got {steps!r}")
-    opt = make_optimizer(optimizer, params, lr)
+    opt = make_optimizer(optimizer, [circuit.weights], lr, circuit=circuit)
+    gradient_free = needs_closure_without_backward(opt)
     history = []
     start = time.perf_counter()
     converged = False
@@ -41,8 +42,10 @@ def _run(loss_fn, params, optimizer, lr, steps, stop, callback):
 
     def closure():
         opt.zero_grad()
-        loss, extra = loss_fn()
-        loss.backward()
+        with torch.set_grad_enabled(not gradient_free):
+            loss, extra = loss_fn()
+        if not gradient_free:
+            loss.backward()
         last["loss"], last["extra"] = loss.detach(), extra
         return loss
 
@@ -65,7 +68,8 @@ def _run(loss_fn, params, optimizer, lr, steps, stop, callback):
                 return fresh.pop()
             return closure()
 
-        opt.step(step_closure)
+        # SPSA evaluates the loss at perturbed angles only: nothing to reuse, nothing to differentiate
+        opt.step((lambda: loss_fn()[0]) if gradient_free else step_closure)
         n_updates += 1
     return history, n_updates, time.perf_counter() - start, converged, last
 
@@ -90,6 +94,9 @@ def vqe(H, circuit: Circuit, steps: int = 100, optimizer="adam", lr: Optional[fl
 
     With ``target`` (e.g. the FCI energy) it stops as soon as ``|E − target| <= atol`` (default:
     chemical accuracy, 1.6 mHa). ``callback(k, energy, None)`` sees the energy after k steps.
+    ``optimizer``: a name of :func:`tql.optim.make_optimizer` (``"adam"``, ``"lbfgs"``, ``"qng"``:
+    natural gradient with this circuit's metric, ``"spsa"``: two energies per step, no gradient,
+    ...), an optimizer class or instance, or a callable ``params -> optimizer``.
     """
     if not isinstance(circuit, Circuit):
         raise TypeError(f"vqe: circuit must be a tql.Circuit, got {type(circuit).__name__}")
@@ -100,7 +107,7 @@ def vqe(H, circuit: Circuit, steps: int = 100, optimizer="adam", lr: Optional[fl
         return energy(circuit, H, state, diff_method), None
 
     stop = None if target is None else (lambda e, _: abs(e - target) <= atol)
-    history, n, wall, converged, _ = _run(loss_fn, [circuit.weights], optimizer, lr, steps, stop, callback)
+    history, n, wall, converged, _ = _run(loss_fn, circuit, optimizer, lr, steps, stop, callback)
     return VQEResult(history[-1], circuit.weights.detach().clone(), history, n, wall, converged, circuit)
 
 
@@ -185,5 +192,5 @@ def ssvqe(H, circuit: Circuit, k: int, states=None, weights: Optional[Sequence[f
         prev["v"] = value
         return done
 
-    history, n, wall, _, last = _run(loss_fn, [circuit.weights], optimizer, lr, steps, stop, callback)
+    history, n, wall, _, last = _run(loss_fn, circuit, optimizer, lr, steps, stop, callback)
     return SSVQEResult(last["extra"].detach(), circuit.weights.detach().clone(), history, n, wall, circuit)

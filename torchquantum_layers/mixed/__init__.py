@@ -11,13 +11,14 @@ from .channels import (TP_ATOL, Channel, amplitude_damping, bit_flip, bit_phase_
                        reset_channel, thermal_relaxation, unitary_channel)
 from .circuit import MixedCircuit
 from .noise import NoiseModel
+from .readout import ReadoutError
 from . import trajectories
 from .simulate import (apply_gate, apply_hamiltonian_density, apply_operator, expectation, expval, measure,
                        measure_channel, probabilities, reset, run, sample)
 from .state import (DensityMatrix, as_density, basis_density, density_from_state, is_density, maximally_mixed,
                     n_wires_of_density, zero_density)
 
-__all__ = ["DensityMatrix", "MixedCircuit", "trajectories", "NoiseModel", "Channel", "run", "expval", "expectation",
+__all__ = ["DensityMatrix", "MixedCircuit", "trajectories", "NoiseModel", "ReadoutError", "Channel", "run", "expval", "expectation",
            "apply_gate", "apply_operator", "apply_hamiltonian_density", "probabilities", "sample", "measure",
            "measure_channel", "reset", "as_density", "basis_density", "density_from_state", "is_density",
            "maximally_mixed", "n_wires_of_density", "zero_density", "kraus_channel", "choi_channel",

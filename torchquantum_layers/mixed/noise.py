@@ -1,8 +1,11 @@
 """``NoiseModel``: channels inserted after chosen gates when a circuit runs on density matrices."""
 from __future__ import annotations
 
+from typing import Optional
+
 from .. import gates as G
 from .channels import Channel
+from .readout import ReadoutError
 
 __all__ = ["NoiseModel"]
 
@@ -19,6 +22,8 @@ class NoiseModel:
       is given); a k-wire channel (k > 1) needs a k-wire op and acts on its wires in the op's
       order.
 
+    ``model.add_readout_error(p01, p10=None, wires=None)``: bit flips at readout.
+
     Rules fire in the order they were added. Pass the model to ``mixed.run`` / ``mixed.expval``
     / ``DensityMatrix.evolve`` or set it on a ``MixedCircuit``.
     """
@@ -26,6 +31,15 @@ class NoiseModel:
     def __init__(self):
         self.rules: list = []
         self.version = 0
+        self.readout: Optional[ReadoutError] = None
+
+    def add_readout_error(self, p01, p10=None, wires=None) -> "NoiseModel":
+        """Bit flips when expectation values are read (:class:`ReadoutError`; after any added
+        before). ``mixed.expval`` and ``trajectories.expval`` then return the values as read out:
+        exactly those of ``readout.noisy_observable(H)``."""
+        new = ReadoutError(p01, p10, wires)
+        self.readout = new if self.readout is None else self.readout.then(new)
+        return self
 
     def add(self, channel: Channel, gates=None, wires=None) -> "NoiseModel":
         if not isinstance(channel, Channel):
@@ -62,6 +76,8 @@ class NoiseModel:
             g = "any gate" if names is None else "/".join(sorted(names))
             w = "" if ws is None else f" on wires {sorted(ws)}"
             parts.append(f"{ch.name} after {g}{w}")
+        if self.readout is not None:
+            parts.append(repr(self.readout))
         return "NoiseModel(" + "; ".join(parts) + ")"
 
     def channels_for(self, op) -> list:

@@ -249,6 +249,12 @@ def run(circuit, x=None, state=None, noise_model=None, generator: Optional[torch
     return _evolve(circuit, rho, x, weights, noise_model, generator)
 
 
+def read_out(hams, noise_model) -> list:
+    """The observables as the noise model's readout errors report them (unchanged without any)."""
+    readout = getattr(noise_model, "readout", None)
+    return hams if readout is None else [readout.noisy_observable(h) for h in hams]
+
+
 def _resolve_noise(circuit, noise_model):
     if noise_model is None:
         noise_model = getattr(circuit, "noise_model", None)
@@ -518,6 +524,7 @@ def expval(circuit, observables, x=None, state=None, diff_method: str = "backpro
     _check_observables(hams, circuit.n_wires, "expval")
     squeeze = isinstance(x, torch.Tensor) and x.dim() == 1
     noise_model = _resolve_noise(circuit, noise_model)
+    hams = read_out(hams, noise_model)
     x, rho = _prepare(circuit, x, state, "expval")
     weights = circuit.weights_or(weights, "expval")
     if diff_method == "backprop":

@@ -37,7 +37,8 @@ from ..measure import reduced_density_matrix
 from ..observables import expectation
 from . import noise_folding
 from .noise_folding import constant_probabilities, draw_uniform
-from .simulate import _check_observables, _instructions, _noise_key, _observables, _resolve_noise, _segments
+from .simulate import (_check_observables, _instructions, _noise_key, _observables, _resolve_noise, _segments,
+                       read_out)
 
 __all__ = ["run", "expval"]
 
@@ -224,6 +225,7 @@ def expval(circuit, observables, x=None, state=None, noise_model=None, n_traject
     T = _count(n_trajectories)
     _check_generator(generator, what)
     noise_model = _resolve_noise(circuit, noise_model)
+    hams = read_out(hams, noise_model)
     folded = _folded(circuit, noise_model)
     if folded is None:
         if diff_method != "backprop":

@@ -206,6 +206,11 @@ class Hamiltonian:
         return max([self._support.bit_length()] + [p._n_wires or 0 for _, p in self._terms])
 
     @property
+    def declared_n_wires(self) -> Optional[int]:
+        """The ``n_wires`` given when it was built (None where it is inferred from the terms)."""
+        return self._n_wires
+
+    @property
     def wires(self) -> tuple:
         return _wires_of_mask(self._support)
 

@@ -198,6 +198,20 @@ def test_vqe_stops_at_target(optimizer):
     assert float(chem.energy(c, H).detach()) == pytest.approx(r.energy, abs=1e-12)
 
 
+@pytest.mark.parametrize("optimizer, diff_method", [("spsa", "backprop"), ("adam", "parameter-shift")])
+def test_vqe_from_shot_estimates(optimizer, diff_method):
+    H, info = chem.load("H2")
+    c = chem.uccsd(4, 2, dtype=torch.complex128)
+    r = chem.vqe(H, c, steps=60, optimizer=optimizer, diff_method=diff_method, shots=20000,
+                 generator=torch.Generator().manual_seed(0))
+    exact = float(chem.energy(c, H).detach())
+    assert abs(exact - info.fci_energy) < CHEM_ACC                 # the angles found from estimates
+    assert exact >= info.fci_energy - 1e-9
+    assert r.history[-1] != pytest.approx(exact, abs=1e-9)          # the history holds estimates
+    with pytest.raises(ValueError, match="with shots the energy estimate has no 'backprop' gradient"):
+        chem.vqe(H, c, shots=100)
+
+
 def test_vqe_errors():
     H, _ = chem.load("H2")
     with pytest.raises(ValueError, match="no trainable"):

@@ -23,10 +23,16 @@ CHEMICAL_ACCURACY = 1.6e-3
 """1.6 mHa (≈ 1 kcal/mol)."""
 
 
-def energy(circuit: Circuit, H, state=None, diff_method: str = "backprop") -> torch.Tensor:
-    """⟨H⟩ after ``circuit`` (a 0-d tensor; ``(B,)`` when ``state`` is a batch of B > 1 states)."""
-    e = circuit_expval(circuit, H, state=state, diff_method=diff_method)
+def energy(circuit: Circuit, H, state=None, diff_method: str = "backprop", shots: Optional[int] = None,
+           generator: Optional[torch.Generator] = None) -> torch.Tensor:
+    """⟨H⟩ after ``circuit`` (a 0-d tensor; ``(B,)`` when ``state`` is a batch of B > 1 states);
+    with ``shots``, its estimate from that many samples per group of commuting terms."""
+    e = circuit_expval(circuit, H, state=state, diff_method=diff_method, shots=shots, generator=generator)
     return e[0] if e.dim() == 1 and e.shape[0] == 1 else e
+
+
+def _gradient_free(optimizer) -> bool:
+    return (isinstance(optimizer, str) and optimizer.lower() == "spsa") or needs_closure_without_backward(optimizer)
 
 
 def _run(loss_fn, circuit, optimizer, lr, steps, stop, callback):
@@ -89,7 +95,8 @@ class VQEResult:
 
 def vqe(H, circuit: Circuit, steps: int = 100, optimizer="adam", lr: Optional[float] = None,
         diff_method: str = "backprop", target: Optional[float] = None, atol: float = CHEMICAL_ACCURACY,
-        state=None, callback: Optional[Callable] = None) -> VQEResult:
+        state=None, callback: Optional[Callable] = None, shots: Optional[int] = None,
+        generator: Optional[torch.Generator] = None) -> VQEResult:
     """Minimise ⟨H⟩ over ``circuit.weights`` (in place) for at most ``steps`` optimizer steps.
 
     With ``target`` (e.g. the FCI energy) it stops as soon as ``|E − target| <= atol`` (default:
@@ -97,14 +104,21 @@ def vqe(H, circuit: Circuit, steps: int = 100, optimizer="adam", lr: Optional[fl
     ``optimizer``: a name of :func:`tql.optim.make_optimizer` (``"adam"``, ``"lbfgs"``, ``"qng"``:
     natural gradient with this circuit's metric, ``"spsa"``: two energies per step, no gradient,
     ...), an optimizer class or instance, or a callable ``params -> optimizer``.
+    ``shots``: every energy is estimated from samples (``generator`` seeds them), as on hardware;
+    the gradient then needs ``diff_method="parameter-shift"`` (shifted estimates) or a
+    gradient-free optimizer (``"spsa"``). ``history`` and ``energy`` are those estimates.
     """
     if not isinstance(circuit, Circuit):
         raise TypeError(f"vqe: circuit must be a tql.Circuit, got {type(circuit).__name__}")
     if circuit.num_parameters == 0:
         raise ValueError("vqe: the circuit has no trainable angles")
 
+    if shots is not None and diff_method != "parameter-shift" and not _gradient_free(optimizer):
+        raise ValueError(f"vqe: with shots the energy estimate has no {diff_method!r} gradient; use "
+                         f"diff_method='parameter-shift' or optimizer='spsa'")
+
     def loss_fn():
-        return energy(circuit, H, state, diff_method), None
+        return energy(circuit, H, state, diff_method, shots, generator), None
 
     stop = None if target is None else (lambda e, _: abs(e - target) <= atol)
     history, n, wall, converged, _ = _run(loss_fn, circuit, optimizer, lr, steps, stop, callback)

@@ -649,3 +649,76 @@ def test_density_matrix_wrapper():
     m = mixed.DensityMatrix(torch.eye(4, dtype=torch.complex64) / 4)   # a square 2-d tensor is one matrix
     assert m.batch == 1 and m.n_wires == 2
     torch.testing.assert_close(m.probabilities(), torch.full((1, 4), 0.25))
+
+
+# ------------------------------------------------------------------------------------------------
+# a MixedCircuit through the generic entry points: density matrices, never silently pure
+def test_noisy_circuits_take_the_density_path_everywhere(dtype, device):
+    mx = tql.mixed
+    real = torch.float64 if dtype == torch.complex128 else torch.float32
+    c = mx.MixedCircuit(1, dtype=dtype)
+    c.x(0).channel(mx.amplitude_damping(1.0), 0)          # γ = 1 sends every state to |0⟩
+    c = c.to(device)
+    assert c.is_noisy and not tql.Circuit(1).is_noisy
+    assert float(tql.expval(c, "Z0")) == pytest.approx(1.0, abs=ATOL[dtype])
+    with pytest.raises(ValueError, match="'adjoint' is not supported for density matrices"):
+        tql.expval(c, "Z0", diff_method="adjoint")
+    layer_circuit = mx.MixedCircuit(1, dtype=dtype)
+    layer_circuit.ry(0, input=0).channel(mx.amplitude_damping(1.0), 0)
+    layer = tql.QuantumLayer(layer_circuit.to(device), ["Z0"])
+    out = layer(torch.tensor([[math.pi], [0.3]], dtype=real, device=device))
+    assert torch.allclose(out, torch.ones_like(out), atol=ATOL[dtype])
+    # a noise model alone: bit flips (p = 1) after each H of H·H|0⟩ leave |1⟩
+    nm = tql.NoiseModel().add(mx.bit_flip(1.0), gates="H")
+    c3 = mx.MixedCircuit(1, noise_model=nm, dtype=dtype)
+    c3.h(0).h(0)
+    assert float(tql.expval(c3.to(device), "Z0")) == pytest.approx(-1.0, abs=ATOL[dtype])
+    # gradients: parameter-shift through tql.expval equals backprop, both on ρ
+    c4 = mx.MixedCircuit(1, dtype=dtype)
+    c4.ry(0, trainable=True, init=0.7).channel(mx.depolarizing(0.2), 0)
+    c4 = c4.to(device)
+    grads = []
+    for method in ("backprop", "parameter-shift"):
+        c4.zero_grad()
+        value = tql.expval(c4, "Z0", diff_method=method)
+        value.sum().backward()
+        grads.append(c4.weights.grad.clone())
+        # depolarizing(p) shrinks the Bloch vector by 1 − 4p/3
+        assert float(value.detach()) == pytest.approx((1 - 0.8 / 3) * math.cos(0.7), abs=ATOL[dtype])
+    assert torch.allclose(grads[0], grads[1], atol=10 * ATOL[dtype])
+    assert float(grads[0][0]) == pytest.approx(-(1 - 0.8 / 3) * math.sin(0.7), abs=10 * ATOL[dtype])
+
+
+def test_noisy_circuits_draw_export_and_refuse_pure_only_operations():
+    mx = tql.mixed
+    c = mx.MixedCircuit(2, noise_model=tql.NoiseModel().add(mx.bit_flip(0.1), gates="H"))
+    c.h(0).channel(mx.amplitude_damping(0.3), 0).cnot(0, 1).measure(1).reset(0)
+    text = str(c)
+    for piece in ("amplitude_damping", "measure", "reset", "noise after gates: NoiseModel(bit_flip after H)"):
+        assert piece in text, text
+    assert text.index("amplitude_damping") < text.index("●")         # drawn where it stands
+    with pytest.raises(ValueError, match="OpenQASM 2.0 has no noise"):
+        c.to_qasm()
+    m = mx.MixedCircuit(2)
+    m.h(0).measure(0).reset([1]).cnot(0, 1)
+    assert m.to_qasm() == ('OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\ncreg c[2];\nh q[0];\n'
+                           'measure q[0] -> c[0];\nreset q[1];\ncx q[0], q[1];\n')
+    m.channel(mx.bit_flip(0.1), 1)
+    with pytest.raises(ValueError, match="OpenQASM 2.0 has no channels; cannot write bit_flip"):
+        m.to_qasm()
+    with pytest.raises(ValueError, match="quantum_fisher: the Fubini–Study metric is that of a pure"):
+        tql.grad.quantum_fisher(m)
+    with pytest.raises(TypeError, match="append it to a tql.MixedCircuit"):
+        tql.Circuit(2).append(m)
+    joined = mx.MixedCircuit(2).append(m)
+    assert len(joined.instructions) == 3 and joined.is_noisy
+
+
+def test_append_grows_the_same_parameter():
+    a = tql.Circuit(1)
+    a.ry(0, trainable=True)
+    w = a.weights
+    b = tql.Circuit(1)
+    b.rx(0, trainable=True, init=0.5)
+    a.append(b)
+    assert a.weights is w and a.weights.shape == (2,) and float(a.weights.detach()[1]) == pytest.approx(0.5)

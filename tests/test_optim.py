@@ -152,12 +152,27 @@ def test_qng_bad_input_is_named():
     with pytest.raises(ValueError, match="QNG: regularization must be a finite number ≥ 0"):
         QNG(c, regularization=float("nan"))
     opt = QNG(c)
-    more = tql.Circuit(2, dtype=torch.complex128)
-    more.ry(0, trainable=True)
-    c.append(more)                             # the joined angles: a new weights tensor
+    c.load_state_dict(c.state_dict(), assign=True)      # a new weights Parameter
     tql.expval(c, OBS).sum().backward()
     with pytest.raises(ValueError, match="circuit.weights was replaced"):
         opt.step()
+    noisy = tql.MixedCircuit(1)
+    noisy.ry(0, trainable=True).channel(tql.mixed.bit_flip(0.1), 0)
+    with pytest.raises(ValueError, match="QNG: the circuit has channels"):
+        QNG(noisy)
+
+
+def test_qng_follows_a_circuit_that_grows():
+    c = _two_qubit_circuit([0.4, -1.1, 0.8], torch.complex128, "cpu")
+    opt = QNG(c, lr=0.1)
+    more = tql.Circuit(2, dtype=torch.complex128)
+    more.ry(1, trainable=True, init=0.2)
+    c.append(more)                                   # the same Parameter, one angle longer
+    opt.zero_grad()
+    tql.expval(c, OBS).sum().backward()
+    before = c.weights.detach().clone()
+    opt.step()
+    assert c.weights.shape == (4,) and not torch.equal(before, c.weights.detach())
 
 
 def _spsa_gains(lr, perturbation, alpha, gamma, stability, k):

@@ -93,6 +93,12 @@ class Circuit(nn.Module):
 
     # -- dtype / device -----------------------------------------------------------------------
     @property
+    def is_noisy(self) -> bool:
+        """True where the circuit has channels, measurements, resets or a noise model (a
+        :class:`~tql.mixed.MixedCircuit`): it then runs on density matrices only."""
+        return False
+
+    @property
     def dtype(self) -> torch.dtype:
         return COMPLEX_OF[self._real_marker.dtype]
 
@@ -207,12 +213,16 @@ class Circuit(nn.Module):
         """Append another circuit's operations; its trainable angles are copied in."""
         if not isinstance(other, Circuit):
             raise TypeError(f"append: expected a Circuit, got {type(other).__name__}")
+        if other.is_noisy and not hasattr(self, "instructions"):
+            raise TypeError("append: the appended circuit has channels, measurements, resets or a noise model, "
+                            "which a Circuit cannot hold; append it to a tql.MixedCircuit")
         if other.n_wires > self.n_wires:
             raise ValueError(f"append: circuit on {other.n_wires} wires does not fit in {self.n_wires}")
         offset = self.weights.shape[0]
         with torch.no_grad():
             new = torch.cat([self.weights.detach(), other.weights.detach().to(self.weights)])
-        self.weights = nn.Parameter(new)
+        # the same Parameter grows (as parameter() does): inverse() views and optimizers keep it
+        self.weights.data = new
         for op in other.ops:
             angles = tuple(Param(a.index + offset, a.scale) if isinstance(a, Param) else a for a in op.angles)
             key = None

@@ -20,11 +20,32 @@ def _label(circuit, op):
     return name + (f"({', '.join(parts)})" if parts else "")
 
 
+class _Mark:
+    """A channel, measurement or reset of a MixedCircuit, drawn as a labelled box."""
+
+    def __init__(self, wires, text):
+        self.wires, self.text = tuple(wires), text
+
+
+def _items(circuit) -> list:
+    """The ops with a MixedCircuit's instructions at their places (an instruction at position i
+    comes before ops[i])."""
+    at: dict = {}
+    for pos, inst in getattr(circuit, "instructions", ()):
+        at.setdefault(pos, []).append(_Mark(inst.wires, inst.label))
+    out = []
+    for i in range(len(circuit.ops) + 1):
+        out += at.get(i, [])
+        if i < len(circuit.ops):
+            out.append(circuit.ops[i])
+    return out
+
+
 def _layers(circuit):
     """Greedy columns: an op goes one column right of the last op on any wire it spans."""
     level = [0] * circuit.n_wires
     columns = []
-    for op in circuit.ops:
+    for op in _items(circuit):
         lo, hi = min(op.wires), max(op.wires)
         col = max(level[w] for w in range(lo, hi + 1))
         if col == len(columns):
@@ -43,11 +64,15 @@ def draw_text(circuit) -> str:
     for column in _layers(circuit):
         cells = ["─"] * n
         for op in column:
-            g = op.gate
-            label = _label(circuit, op)
             lo, hi = min(op.wires), max(op.wires)
             for w in range(lo, hi + 1):
                 cells[w] = "│"
+            if isinstance(op, _Mark):
+                for i, w in enumerate(op.wires):
+                    cells[w] = op.text if len(op.wires) == 1 else f"{op.text}[{i}]"
+                continue
+            g = op.gate
+            label = _label(circuit, op)
             if g.n_controls:
                 for w in op.wires[:g.n_controls]:
                     cells[w] = "●"
@@ -65,7 +90,11 @@ def draw_text(circuit) -> str:
             c = cells[w]
             fill = "│" if c == "│" else "─"
             rows[w] += ("─" + c).ljust(width, "─") if fill == "─" else ("─" + c).ljust(width, "─")
-    return "\n".join(r + "─" for r in rows)
+    lines = [r + "─" for r in rows]
+    noise = getattr(circuit, "noise_model", None)
+    if noise is not None:
+        lines.append(f"noise after gates: {noise!r}")
+    return "\n".join(lines)
 
 
 # short names where the table's name would make a box several columns wide (as PennyLane draws them)
@@ -78,6 +107,8 @@ _OPLUS = 0.2            # radius of the ⊕ target
 
 def _mpl_label(circuit, op, values: bool) -> str:
     """A box's label: the (target) gate's name, short where the table's is long, and its angles."""
+    if isinstance(op, _Mark):
+        return op.text
     g = op.gate
     base = g.target.name if g.n_controls else g.name
     name = _SHORT.get(base, base) + ("†" if op.adjoint and not g.self_inverse else "")
@@ -87,6 +118,8 @@ def _mpl_label(circuit, op, values: bool) -> str:
 
 def _parts(op):
     """(control wires, target wires, target kind) with kind "x" (⊕), "z" (dot), "swap" (×) or "box"."""
+    if isinstance(op, _Mark):
+        return (), op.wires, "box"
     g = op.gate
     if g.n_controls:
         controls, targets, tname = op.wires[:g.n_controls], op.wires[g.n_controls:], g.target.name

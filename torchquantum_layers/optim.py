@@ -96,6 +96,9 @@ class QNG(torch.optim.Optimizer):
             raise TypeError(f"QNG: expected a tql.Circuit, got {type(circuit).__name__}")
         if circuit.num_parameters == 0:
             raise ValueError("QNG: the circuit has no trainable parameters")
+        if circuit.is_noisy:
+            raise ValueError("QNG: the circuit has channels, measurements, resets or a noise model; the metric QNG "
+                             "solves with is that of a pure state")
         lr = _positive(lr, "lr", "QNG")
         regularization = _positive(regularization, "regularization", "QNG", allow_zero=True)
         super().__init__([circuit.weights], dict(lr=lr, regularization=regularization))
@@ -112,8 +115,8 @@ class QNG(torch.optim.Optimizer):
         group = self.param_groups[0]
         (w,) = group["params"]
         if w is not self.circuit.weights:
-            raise ValueError("QNG: circuit.weights was replaced after the optimizer was made (append() or "
-                             "load_state_dict(assign=True)); make the optimizer after building the circuit")
+            raise ValueError("QNG: circuit.weights was replaced after the optimizer was made (e.g. by "
+                             "load_state_dict(assign=True)); make the optimizer after loading the circuit")
         if w.grad is None:
             return loss
         with torch.enable_grad():

@@ -766,16 +766,38 @@ def _read_angle(text: str) -> float:
     return _evaluate(parser._expr(()), {})
 
 
+def _instruction_qasm(inst) -> list:
+    """A MixedCircuit's measurement or reset as OpenQASM lines (c[i] holds the outcome of q[i])."""
+    if inst.label.startswith("measure"):
+        return [f"measure q[{w}] -> c[{w}];" for w in inst.wires]
+    if inst.label.startswith("reset"):
+        return [f"reset q[{w}];" for w in inst.wires]
+    raise ValueError(f"to_qasm: OpenQASM 2.0 has no channels; cannot write {inst!r}")
+
+
 def to_qasm(circuit: Circuit, *, bind: bool = True, measure: bool = False) -> str:
     """OpenQASM 2.0 text of ``circuit`` on ``qreg q[n]`` (q[i] is wire i); ``measure=True`` adds
-    ``creg c[n]`` and a final ``measure q -> c``."""
+    ``creg c[n]`` and a final ``measure q -> c``. A MixedCircuit's measurements and resets are
+    written where they stand (into ``creg c[n]``); channels and noise models have no OpenQASM 2.0
+    form and raise ``ValueError``."""
     if not isinstance(circuit, Circuit):
         raise TypeError(f"to_qasm: expected a Circuit, got {type(circuit).__name__}")
     n = circuit.n_wires
+    if getattr(circuit, "noise_model", None) is not None:
+        raise ValueError("to_qasm: OpenQASM 2.0 has no noise; export the circuit without its noise_model")
+    at: dict = {}
+    for pos, inst in getattr(circuit, "instructions", ()):
+        at.setdefault(pos, []).append(inst)
+    mid_measure = any(inst.label.startswith("measure") for insts in at.values() for inst in insts)
     lines = ["OPENQASM 2.0;", 'include "qelib1.inc";', f"qreg q[{n}];"]
-    if measure:
+    if measure or mid_measure:
         lines.append(f"creg c[{n}];")
-    for op in circuit.ops:
+    for i in range(len(circuit.ops) + 1):
+        for inst in at.get(i, ()):
+            lines += _instruction_qasm(inst)
+        if i == len(circuit.ops):
+            break
+        op = circuit.ops[i]
         steps = _sequence(op.gate, len(op.wires), _angles(circuit, op, bind))
         if op.adjoint:
             steps = [s for step in reversed(steps) for s in _dagger(step, op.gate.name)]

@@ -77,11 +77,13 @@ def circuit_expval(circuit, observables, x=None, state=None, diff_method="backpr
     from ..engine import run_circuit
     from ..observables import expectation
     check_diff_method(diff_method)
+    # channels, measurements, resets and noise exist only on density matrices
+    density = _is_density_input(state) or circuit.is_noisy
     if diff_method == AUTO:
         batch = max(x.shape[0] if isinstance(x, torch.Tensor) and x.dim() == 2 else 1,
                     state.shape[0] if isinstance(state, torch.Tensor) and state.dim() >= 2 else 1)
-        diff_method = resolve_diff_method(diff_method, circuit, batch, shots, _is_density_input(state))
-    if _is_density_input(state):
+        diff_method = resolve_diff_method(diff_method, circuit, batch, shots, density)
+    if density:
         from ..mixed import expval as mixed_expval
         return mixed_expval(circuit, observables, x=x, state=state, diff_method=diff_method,
                             shots=shots, generator=generator, weights=weights)

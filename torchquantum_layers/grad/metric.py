@@ -22,6 +22,9 @@ def quantum_fisher(circuit, x=None, state=None):
     Multiply by 4 for the quantum Fisher information; :class:`tql.optim.QNG` uses it for the
     quantum natural gradient. No autograd graph is recorded; memory: (P + 1) · B states.
     """
+    if circuit.is_noisy:
+        raise ValueError("quantum_fisher: the Fubini–Study metric is that of a pure output state; this circuit has "
+                         "channels, measurements, resets or a noise model")
     x, state, _ = circuit.prepare(x, state)
     n, P = circuit.n_wires, circuit.num_parameters
     B = state.shape[0]

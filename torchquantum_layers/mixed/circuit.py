@@ -21,6 +21,10 @@ class ChannelInstruction:
     def apply(self, rho, generator=None):
         return self.channel(rho, self.wires)
 
+    @property
+    def label(self) -> str:
+        return self.channel.name
+
     def __repr__(self):
         return f"{self.channel.name}{list(self.wires)}"
 
@@ -40,6 +44,10 @@ class MeasureInstruction:
         if self.owner is not None:
             self.owner.last_outcomes.append((self.wires, out))
         return rho
+
+    @property
+    def label(self) -> str:
+        return "measure" + ("(collapse)" if self.collapses else "")
 
     def __repr__(self):
         return f"measure{list(self.wires)}" + ("(collapse)" if self.collapses else "")
@@ -61,6 +69,10 @@ class ResetInstruction:
             self.owner.last_outcomes.append((self.wires, out))
         return rho
 
+    @property
+    def label(self) -> str:
+        return "reset" + ("(collapse)" if self.collapses else "")
+
     def __repr__(self):
         return f"reset{list(self.wires)}" + ("(collapse)" if self.collapses else "")
 
@@ -80,6 +92,10 @@ class MixedCircuit(Circuit):
         self.instructions: list = []
         self.noise_model = noise_model
         self.last_outcomes: list = []
+
+    @property
+    def is_noisy(self) -> bool:
+        return bool(self.instructions) or self.noise_model is not None
 
     # -- building -----------------------------------------------------------------------------
     def _wires(self, wires, what):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+import torchquantum_layers as tql
 from torchquantum_layers import gates
 from torchquantum_layers.checks import assert_all_gates_valid, assert_valid_gate, dense_operator
 from torchquantum_layers.gates import check_unitary, controlled, get_gate
@@ -241,6 +242,32 @@ def test_check_unitary_accepts_unitaries(dtype):
 def test_check_unitary_rejects(bad, match, dtype):
     with pytest.raises(ValueError, match=match):
         check_unitary(torch.tensor(bad, dtype=dtype))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda F, psi: F.qubit_unitary(psi, wires=[0, 1], matrix=torch.eye(2)),
+     r"QUBITUNITARY on wires \(0, 1\) needs a matrix of shape \(4, 4\) or \(B, 4, 4\), got \(2, 2\)"),
+    (lambda F, psi: F.qubit_unitary(psi, wires=[0, 1], matrix=torch.eye(8)), r"got \(8, 8\)"),
+    (lambda F, psi: F.qubit_unitary(psi, wires=[0], matrix=torch.eye(2).expand(3, 2, 2)),
+     "3 matrices for a batch of 2"),
+    (lambda F, psi: F.diagonal_unitary(psi, wires=[0], matrix=torch.tensor([2.0, 0.5])), "modulus 1"),
+    (lambda F, psi: F.diagonal_unitary(psi, wires=[0], matrix=torch.ones(3)),
+     r"DIAGONALUNITARY on wires \(0,\) needs a diagonal of shape \(2,\)"),
+    (lambda F, psi: tql.mixed.apply_gate(tql.mixed.zero_density(3, batch=2, dtype=psi.dtype), "qubit_unitary",
+                                         wires=[0, 1], matrix=torch.eye(2)), "needs a matrix of shape"),
+])
+def test_functional_data_gates_check_the_matrix_against_the_wires(call, match, dtype):
+    """Before these checks a 2 x 2 matrix on two wires read past its end in the C kernels."""
+    psi = tql.basis_state("011", batch=2, dtype=dtype)
+    with pytest.raises(ValueError, match=match):
+        call(tql.functional, psi)
+
+
+def test_functional_qubit_unitary_per_sample(dtype):
+    psi = tql.basis_state("011", batch=2, dtype=dtype)
+    x = torch.tensor([[0, 1], [1, 0]], dtype=dtype)
+    out = tql.functional.qubit_unitary(psi, wires=[2], matrix=torch.stack([torch.eye(2, dtype=dtype), x]))
+    assert torch.equal(out.abs().argmax(-1), torch.tensor([0b011, 0b010]))
 
 
 def test_check_unitary_names_what():

@@ -193,17 +193,7 @@ class Circuit(nn.Module):
         m = torch.as_tensor(matrix)
         if not m.is_complex():
             m = m.to(torch.complex128)
-        d = 2 ** len(wires)
-        if gate.kind == "diagonal":
-            if m.shape != (d,):
-                raise ValueError(f"{gate.name} on wires {wires} needs a diagonal of shape ({d},), got {tuple(m.shape)}")
-            if not torch.allclose(m.abs(), torch.ones_like(m.abs()), atol=G.UNITARY_ATOL[m.dtype]):
-                raise ValueError(f"{gate.name}: diagonal entries must have modulus 1")
-        else:
-            if m.shape != (d, d):
-                raise ValueError(f"{gate.name} on wires {wires} needs a matrix of shape ({d}, {d}), "
-                                 f"got {tuple(m.shape)}")
-            G.check_unitary(m, gate.name)
+        G.check_gate_data(gate, wires, m)
         key = f"_data{self._n_data}"
         self._n_data += 1
         self.register_buffer(key, m.to(torch.complex128))

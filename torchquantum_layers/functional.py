@@ -41,8 +41,9 @@ def prepare_gate_call(gate, params, wires, n, batch, dtype, device, matrix=None)
         if matrix is None:
             raise ValueError(f"{gate.name} needs matrix=")
         data = torch.as_tensor(matrix, device=device).to(dtype)
-        if gate.kind == "dense":
-            G.check_unitary(data, gate.name)
+        G.check_gate_data(gate, wires, data, batched=True)
+        if data.dim() == (1 if gate.kind == "diagonal" else 2) + 1 and data.shape[0] not in (1, batch):
+            raise ValueError(f"{gate.name}: {data.shape[0]} matrices for a batch of {batch}")
     return gate, wires, tuple(angles), data
 
 

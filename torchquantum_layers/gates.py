@@ -483,6 +483,29 @@ def get_gate(name) -> Gate:
     return GATES[key]
 
 
+def check_gate_data(gate: "Gate", wires, matrix: torch.Tensor, batched: bool = False) -> None:
+    """Raise ValueError unless ``matrix`` fits a data gate on ``wires``: a ``(d, d)`` unitary
+    (``QubitUnitary``) or a ``(d,)`` diagonal of unit-modulus entries (``DiagonalUnitary``),
+    d = 2**len(wires); ``batched`` also allows one per sample, ``(B, d, d)`` or ``(B, d)``."""
+    d = 2 ** len(wires)
+    if gate.kind == "diagonal":
+        shape, kind = (d,), "diagonal"
+    else:
+        shape, kind = (d, d), "matrix"
+    ok = tuple(matrix.shape) == shape or (batched and matrix.dim() == len(shape) + 1
+                                          and tuple(matrix.shape[1:]) == shape)
+    if not ok:
+        want = str(shape) + (f" or (B, {', '.join(map(str, shape))})" if batched else "")
+        raise ValueError(f"{gate.name} on wires {tuple(wires)} needs a {kind} of shape {want}, got "
+                         f"{tuple(matrix.shape)}")
+    if gate.kind == "diagonal":
+        m = matrix if matrix.is_complex() else matrix.to(COMPLEX_OF.get(matrix.dtype, torch.complex128))
+        if not torch.allclose(m.abs(), torch.ones_like(m.abs()), atol=UNITARY_ATOL.get(m.dtype, 1e-5)):
+            raise ValueError(f"{gate.name}: diagonal entries must have modulus 1")
+    else:
+        check_unitary(matrix, gate.name)
+
+
 def check_unitary(matrix: torch.Tensor, what: str = "QubitUnitary") -> None:
     """Raise ValueError when ``matrix`` (…, d, d) is not unitary within :data:`UNITARY_ATOL`."""
     if matrix.dim() < 2 or matrix.shape[-1] != matrix.shape[-2]:

@@ -718,6 +718,32 @@ def test_non_finite_fixed_angle(bad):
         c.u3(1, 0.1, bad, 0.2)
 
 
+@pytest.mark.parametrize("diff_method", ["backprop", "adjoint", "parameter-shift"])
+def test_non_finite_trainable_angles_are_named_when_run(diff_method):
+    c = tql.Circuit(2)
+    c.ry(0, trainable=True).rx(1, trainable=True).cnot(0, 1)
+    with torch.no_grad():
+        c.weights[1] = float("nan")
+    with pytest.raises(ValueError, match=r"trainable angle\(s\) at weights index \[1\] are NaN or inf"):
+        tql.expval(c, "Z0", diff_method=diff_method)
+    with pytest.raises(ValueError, match=r"weights index \[0\]"):
+        c.weights.data[:] = 0.0
+        tql.expval(c, "Z0", diff_method=diff_method, weights=torch.tensor([float("inf"), 0.0]))
+    with torch.no_grad():
+        c.weights.zero_()
+    assert float(tql.expval(c, "Z0", diff_method=diff_method).detach()) == pytest.approx(1.0)
+
+
+def test_numpy_numbers_as_angles_and_columns():
+    c = tql.Circuit(1)
+    c.rx(0, np.float32(0.5)).ry(0, np.int64(1)).rz(0, np.array(0.25)).rx(0, input=np.int64(0))
+    c.ry(0, tql.Input(np.int64(0), 0.5))
+    assert [op.angles for op in c.ops[:3]] == [(pytest.approx(0.5),), (1.0,), (0.25,)]
+    assert c.ops[3].angles == (tql.Input(0),) and type(c.ops[4].angles[0].column) is int
+    with pytest.raises(TypeError, match=r"RX: a fixed angle must be a number, got an array of shape \(2,\)"):
+        c.rx(0, np.array([0.1, 0.2]))
+
+
 @pytest.mark.parametrize("how", ["input=", "Input", "Param", "parameter", "trainable"])
 def test_non_finite_scale(how):
     c = tql.Circuit(1)

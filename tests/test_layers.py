@@ -254,6 +254,15 @@ def test_shots_are_seeded_unbiased_and_trainable_by_parameter_shift():
 
 # ------------------------------------------------------------------------------------------------
 # errors
+def test_an_empty_batch_gives_an_empty_output(dtype, device):
+    layer = QuantumLayer.from_template(3, n_layers=1, dtype=dtype).to(device)
+    x = torch.zeros(0, layer.n_inputs, dtype=REAL[dtype], device=device, requires_grad=True)
+    y = layer(x)
+    assert y.shape == (0, layer.n_outputs) and y.dtype == x.dtype
+    y.sum().backward()
+    assert torch.equal(layer.weights.grad, torch.zeros_like(layer.weights))
+
+
 def test_forward_rejects_bad_input():
     layer = QuantumLayer.from_template(3, 1)
     with pytest.raises(ValueError, match="reads 3 input feature"):

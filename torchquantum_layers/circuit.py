@@ -7,6 +7,7 @@ features (an :class:`Input`), so one circuit encodes a whole batch.
 from __future__ import annotations
 
 import math
+import numbers
 from collections import Counter
 from dataclasses import dataclass
 from typing import Optional, Union
@@ -28,7 +29,7 @@ class Param:
 
 @dataclass(frozen=True)
 class Input:
-    """Angle = ``scale * x[:, column]`` (per-sample), optionally plus ``offset``."""
+    """Angle = ``scale * x[:, column]`` (per sample)."""
     column: int
     scale: float = 1.0
 
@@ -170,17 +171,19 @@ class Circuit(nn.Module):
                 _check_scale(a.scale, gate.name)
                 if isinstance(a, Param) and not 0 <= a.index < self.weights.shape[0]:
                     raise ValueError(f"{gate.name}: Param index {a.index} does not exist in this circuit")
-                if isinstance(a, Input) and (isinstance(a.column, bool) or not isinstance(a.column, int)
-                                             or a.column < 0):
-                    raise ValueError(f"{gate.name}: input column {a.column!r} must be a non-negative int")
+                if isinstance(a, Input):
+                    if isinstance(a.column, bool) or not isinstance(a.column, numbers.Integral) or a.column < 0:
+                        raise ValueError(f"{gate.name}: input column {a.column!r} must be a non-negative int")
+                    a = Input(int(a.column), a.scale)          # NumPy ints too
                 out.append(a)
                 continue
-            if isinstance(a, torch.Tensor):
-                if a.numel() != 1:
-                    raise TypeError(f"{gate.name}: a fixed angle must be a number, got a tensor of shape "
+            if isinstance(a, torch.Tensor) or (hasattr(a, "shape") and hasattr(a, "item")):   # NumPy arrays too
+                if math.prod(a.shape) != 1:
+                    kind = "a tensor" if isinstance(a, torch.Tensor) else "an array"
+                    raise TypeError(f"{gate.name}: a fixed angle must be a number, got {kind} of shape "
                                     f"{tuple(a.shape)}")
                 a = a.item()
-            if not isinstance(a, (int, float)) or isinstance(a, bool):
+            if not isinstance(a, numbers.Real) or isinstance(a, bool):
                 raise TypeError(f"{gate.name}: angle {a!r} is not a number, Param or Input")
             if not math.isfinite(a):
                 raise ValueError(f"{gate.name}: angle {a!r} is not finite")

@@ -303,6 +303,9 @@ class QuantumLayer(nn.Module):
         out_dtype = x.dtype
         squeeze = x.dim() == 1
         xb = x.unsqueeze(0) if squeeze else x
+        if xb.shape[0] == 0:
+            # an empty batch (as nn.Linear takes): no circuit to run, an empty output on the graph
+            return xb.new_zeros((0, self.n_outputs)) + 0 * self.circuit.weights.sum().to(out_dtype)
         if self.input_map is not None:
             xb = self.input_map(xb)
         obs = self.observables[0] if self._single else self.observables

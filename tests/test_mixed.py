@@ -722,3 +722,20 @@ def test_append_grows_the_same_parameter():
     b.rx(0, trainable=True, init=0.5)
     a.append(b)
     assert a.weights is w and a.weights.shape == (2,) and float(a.weights.detach()[1]) == pytest.approx(0.5)
+
+
+def test_parameter_shift_refuses_trainable_channels():
+    mx = tql.mixed
+    p = torch.tensor(0.2, dtype=torch.float64, requires_grad=True)
+    c = mx.MixedCircuit(1, dtype=torch.complex128)
+    c.ry(0, trainable=True, init=0.5).channel(mx.depolarizing(p), 0)
+    with pytest.raises(ValueError, match=r"channel\(s\) \['depolarizing'\] have trainable parameters: use 'backprop'"):
+        tql.expval(c, "Z0", diff_method="parameter-shift")
+    tql.expval(c, "Z0").sum().backward()
+    # ⟨Z⟩ = (1 − 4p/3) cos θ
+    assert float(p.grad) == pytest.approx(-4 / 3 * math.cos(0.5), abs=1e-12)
+    nm = tql.NoiseModel().add(mx.bit_flip(p), gates="RY")
+    plain = tql.Circuit(1, dtype=torch.complex128)
+    plain.ry(0, trainable=True)
+    with pytest.raises(ValueError, match=r"\['bit_flip'\]"):
+        mx.expval(plain, "Z0", noise_model=nm, diff_method="parameter-shift")

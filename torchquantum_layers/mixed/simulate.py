@@ -534,6 +534,12 @@ def expval(circuit, observables, x=None, state=None, diff_method: str = "backpro
         if any(getattr(inst, "collapses", False) for _, inst in _instructions(circuit)):
             raise ValueError("expval: diff_method='parameter-shift' needs a deterministic circuit; this one "
                              "has collapsing (selective) measurements: use 'backprop'")
+        channels = [inst.channel for _, inst in _instructions(circuit) if hasattr(inst, "channel")]
+        channels += [ch for ch, _, _ in (noise_model.rules if noise_model is not None else ())]
+        trainable = [ch.name for ch in channels if ch.kraus.requires_grad]
+        if trainable and torch.is_grad_enabled():
+            raise ValueError(f"expval: diff_method='parameter-shift' differentiates gate angles only; the "
+                             f"channel(s) {sorted(set(trainable))} have trainable parameters: use 'backprop'")
         values = _DensityShift.apply(circuit, hams, noise_model, shots, generator, x, rho, weights)
     values = values[..., 0] if single else values
     return values[0] if squeeze else values

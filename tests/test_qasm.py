@@ -452,3 +452,18 @@ def test_version_and_empty_program_errors():
         tql.Circuit.from_qasm("OPENQASM 2.0;\n")
     with pytest.raises(TypeError, match="expected OpenQASM text or a path"):
         tql.Circuit.from_qasm(42)
+
+
+def test_mixed_circuits_round_trip_measure_and_reset():
+    src = ('OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\ncreg c[2];\nh q[0];\nmeasure q[0] -> c[0];\n'
+           'cx q[0], q[1];\nreset q[0];\n')
+    m = tql.MixedCircuit.from_qasm(src)
+    assert isinstance(m, tql.MixedCircuit) and [repr(i) for _, i in m.instructions] == ["measure[0]", "reset[0]"]
+    assert m.to_qasm() == src
+    # measuring q0 before the CNOT leaves ½(|00⟩⟨00| + |11⟩⟨11|); the reset then sends q0 to |0⟩
+    values = tql.mixed.expval(m, ["Z1", "X0 X1", "Z0"])
+    assert torch.allclose(values, torch.tensor([[0.0, 0.0, 1.0]]), atol=1e-6)
+    pure = tql.Circuit.from_qasm(src.replace("measure q[0] -> c[0];\n", "").replace("reset q[0];\n", ""))
+    assert float(tql.expval(pure, "X0 X1")) == pytest.approx(1.0, abs=1e-6)      # the Bell state
+    with pytest.raises(ValueError, match="used after it was measured"):
+        tql.Circuit.from_qasm(src)                              # a unitary circuit cannot hold it

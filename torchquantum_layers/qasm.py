@@ -21,6 +21,8 @@ Reading
     result would depend on the outcome; ``barrier`` is dropped; ``reset`` is accepted on a qubit that
     nothing has touched yet (it is still |0⟩) and is an error anywhere else; ``if`` is an error;
     ``opaque`` declarations are accepted and applying an opaque gate is an error.
+    ``MixedCircuit.from_qasm`` (``mixed=True``) keeps ``measure`` and ``reset`` as instructions
+    instead, so gates may follow them.
 
     Every error is a ValueError ``from_qasm: line N: <what> in `<statement>```.
 
@@ -214,8 +216,9 @@ def _prelude() -> dict:
 # =============================================================================================
 # the parser
 class _Parser:
-    def __init__(self, text: str, prelude: Optional[dict] = None):
+    def __init__(self, text: str, prelude: Optional[dict] = None, mixed: bool = False):
         self.text = text
+        self.mixed = mixed               # measure / reset become MixedCircuit instructions
         self.newlines = [m.start() for m in re.finditer("\n", text)]
         self.stmt_start = 0
         self.depth = 0
@@ -599,7 +602,7 @@ class _Parser:
 
     def _emit(self, gate, wires, angles, tok):
         for w in wires:
-            if w in self.measured:
+            if w in self.measured and not self.mixed:
                 self.fail(tok, f"qubit {self.labels[w]} is used after it was measured, which a unitary "
                                f"circuit cannot represent")
         self.touched.update(wires)
@@ -615,11 +618,16 @@ class _Parser:
             self.fail(tok, f"measure needs a qubit and a bit, or registers of equal size "
                            f"(got {len(qbits)} qubit(s) and {len(cbits)} bit(s))")
         self.measured.update(qbits)
+        if self.mixed:
+            self.ops.append(("measure", tuple(qbits), None))
 
     def _reset(self):
         tok = self.next()
         bits, _ = self._resolve(*self._arg(), "q")
         self.expect(";")
+        if self.mixed:
+            self.ops.append(("reset", tuple(bits), None))
+            return
         for w in bits:
             if w in self.touched or w in self.measured:
                 self.fail(tok, f"reset of {self.labels[w]} after it was used cannot be represented in a "
@@ -643,14 +651,28 @@ def _read_source(source) -> str:
     return pathlib.Path(source).read_text(encoding="utf-8")
 
 
-def from_qasm(source, *, dtype=None, fuse: bool = True, max_fused_wires: Optional[int] = None) -> Circuit:
-    """A :class:`Circuit` from OpenQASM 2.0 text, or from a file (a path, or a string with no ';')."""
-    parser = _Parser(_read_source(source)).parse()
+def from_qasm(source, *, dtype=None, fuse: bool = True, max_fused_wires: Optional[int] = None,
+              mixed: bool = False) -> Circuit:
+    """A :class:`Circuit` from OpenQASM 2.0 text, or from a file (a path, or a string with no ';').
+
+    ``mixed=True`` (what ``MixedCircuit.from_qasm`` passes) returns a :class:`~tql.MixedCircuit`
+    in which ``measure`` and ``reset`` are instructions where they stand (non-selective: the
+    density matrix averages the outcomes), so gates may follow them."""
+    parser = _Parser(_read_source(source), mixed=mixed).parse()
     if not parser.labels:
         raise ValueError("from_qasm: the program declares no qreg, so there is no qubit to act on")
-    circuit = Circuit(len(parser.labels), fuse=fuse, max_fused_wires=max_fused_wires, dtype=dtype)
+    if mixed:
+        from .mixed import MixedCircuit
+        circuit = MixedCircuit(len(parser.labels), fuse=fuse, max_fused_wires=max_fused_wires, dtype=dtype)
+    else:
+        circuit = Circuit(len(parser.labels), fuse=fuse, max_fused_wires=max_fused_wires, dtype=dtype)
     for gate, wires, angles in parser.ops:
-        circuit.add(gate, wires, *angles)
+        if gate == "measure":
+            circuit.measure(wires)
+        elif gate == "reset":
+            circuit.reset(wires)
+        else:
+            circuit.add(gate, wires, *angles)
     return circuit
 
 

@@ -128,6 +128,12 @@ class MixedCircuit(Circuit):
             self.instructions.append((pos + offset, inst))
         return self
 
+    @classmethod
+    def from_qasm(cls, source, **kwargs) -> "MixedCircuit":
+        """A MixedCircuit from OpenQASM 2.0: ``measure`` and ``reset`` stay where they stand."""
+        from ..qasm import from_qasm
+        return from_qasm(source, mixed=True, **kwargs)
+
     def inverse(self):
         if self.instructions:
             raise ValueError("MixedCircuit.inverse: channels, measurements and resets have no inverse")

@@ -15,6 +15,9 @@ def test_named_optimizers_and_their_default_rates():
         assert type(o) is cls and o.param_groups[0]["lr"] == NAMED_LRS[name.lower()]
     assert make_optimizer("adam", _params(), default_lrs={"adam": 0.05}).param_groups[0]["lr"] == 0.05
     assert make_optimizer("adam", _params(), lr=0.3, default_lrs={"adam": 0.05}).param_groups[0]["lr"] == 0.3
+    # default_lrs also sets names outside NAMED_LRS, case-insensitively
+    assert make_optimizer("AdamW", _params(), default_lrs={"adamw": 0.01}).param_groups[0]["lr"] == 0.01
+    assert make_optimizer("adamw", _params()).param_groups[0]["lr"] == 1e-3          # the class default
     lb = make_optimizer("lbfgs", _params())
     assert lb.defaults["max_iter"] == 1 and lb.defaults["max_eval"] == 25     # a line search per step
     spsa = make_optimizer("SPSA", _params())
@@ -70,21 +73,22 @@ def _two_qubit_circuit(theta, dtype, device):
     return c.to(device)
 
 
-def _psi_np(t):
+def _psi_np(t, init=None):
     ops = [("RX", (0,), (t[0],)), ("RY", (1,), (t[1],)), ("CNOT", (0, 1), ()), ("RZ", (0,), (t[2],)),
            ("RY", (0,), (0.3,))]
-    return oracle.run_ops(ops, 2, np.eye(1, 4, dtype=complex))[0]
+    init = np.eye(1, 4, dtype=complex) if init is None else np.asarray(init, dtype=complex).reshape(1, 4)
+    return oracle.run_ops(ops, 2, init)[0]
 
 
-def _metric_and_gradient_np(theta, eps=1e-6):
-    psi = _psi_np(theta)
+def _metric_and_gradient_np(theta, eps=1e-6, init=None):
+    psi = _psi_np(theta, init)
     d, grad = [], []
     for i in range(len(theta)):
         tp, tm = list(theta), list(theta)
         tp[i] += eps
         tm[i] -= eps
-        d.append((_psi_np(tp) - _psi_np(tm)) / (2 * eps))
-        energy = [np.real(v.conj() @ OBS_NP @ v) for v in (_psi_np(tp), _psi_np(tm))]
+        d.append((_psi_np(tp, init) - _psi_np(tm, init)) / (2 * eps))
+        energy = [np.real(v.conj() @ OBS_NP @ v) for v in (_psi_np(tp, init), _psi_np(tm, init))]
         grad.append((energy[0] - energy[1]) / (2 * eps))
     metric = np.array([[np.real(a.conj() @ b - (a.conj() @ psi) * (psi.conj() @ b)) for b in d] for a in d])
     return metric, np.array(grad)
@@ -124,6 +128,58 @@ def test_qng_averages_the_metric_over_the_batch(dtype, device):
     assert float(loss.detach()) == pytest.approx(math.cos(theta) * cx.mean(), abs=STEP_TOL[dtype])
     want = theta - lr * (-math.sin(theta) * cx.mean()) / ((cx ** 2).mean() / 4 + lam)
     assert float(c.weights.detach()[0]) == pytest.approx(want, abs=STEP_TOL[dtype])
+
+
+def _orthonormal_states(k, seed=3):
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.normal(size=(4, 4)) + 1j * rng.normal(size=(4, 4)))
+    return q[:, :k].T.copy()                       # rows: k orthonormal 2-qubit states
+
+
+def test_qng_weights_the_metric_of_each_batch_row(dtype, device):
+    theta, lr, lam, bw = [0.4, -1.1, 0.8], 0.2, 1e-2, np.array([3.0, 1.0])
+    init = _orthonormal_states(2)
+    c = _two_qubit_circuit(theta, dtype, device)
+    states = torch.tensor(init, dtype=dtype, device=device)
+    opt = QNG(c, lr=lr, regularization=lam, state=states, batch_weights=torch.tensor(bw))
+    opt.zero_grad()
+    (torch.tensor(bw, device=device).to(REAL[dtype]) * tql.expval(c, OBS, state=states)).sum().backward()
+    opt.step()
+    parts = [_metric_and_gradient_np(theta, init=row) for row in init]
+    metric = sum(w * m for w, (m, _) in zip(bw, parts)) / bw.sum()
+    grad = sum(w * g for w, (_, g) in zip(bw, parts))
+    want = np.array(theta) - lr * np.linalg.solve(metric + lam * np.eye(3), grad)
+    assert np.allclose(c.weights.detach().cpu().double().numpy(), want, atol=STEP_TOL[dtype])
+    with pytest.raises(ValueError, match="QNG: batch_weights must be"):
+        QNG(c, state=states, batch_weights=torch.tensor([1.0, -1.0]))
+    short = QNG(c, state=states, batch_weights=torch.tensor([1.0]))
+    tql.expval(c, OBS, state=states).sum().backward()
+    with pytest.raises(ValueError, match="QNG: 1 batch_weights for a batch of 2 states"):
+        short.step()
+
+
+def test_vqe_and_ssvqe_take_the_metric_at_their_input_states():
+    # the oracle step uses the metric at the given state(s); at |00⟩ it would differ
+    theta, lr = [0.4, -1.1, 0.8], 0.1
+    lam = 1e-3                                             # QNG's default regularization
+    init = _orthonormal_states(2)
+    H = tql.Hamiltonian([(1.0, "Z0"), (0.5, "X1"), (0.3, "Y0 Y1")])
+    c = _two_qubit_circuit(theta, torch.complex128, "cpu")
+    tql.chem.vqe(H, c, steps=1, optimizer="qng", lr=lr, state=torch.tensor(init[:1]))
+    metric, grad = _metric_and_gradient_np(theta, init=init[0])
+    want = np.array(theta) - lr * np.linalg.solve(metric + lam * np.eye(3), grad)
+    assert np.allclose(c.weights.detach().numpy(), want, atol=1e-7)
+    at_zero, _ = _metric_and_gradient_np(theta)
+    assert not np.allclose(metric, at_zero, atol=1e-2)     # the check can tell the two apart
+
+    c = _two_qubit_circuit(theta, torch.complex128, "cpu")
+    tql.chem.ssvqe(H, c, k=2, states=torch.tensor(init), steps=1, optimizer="qng", lr=lr)
+    parts = [_metric_and_gradient_np(theta, init=row) for row in init]
+    bw = np.array([2.0, 1.0])                              # ssvqe's default weights k, ..., 1
+    metric = sum(w * m for w, (m, _) in zip(bw, parts)) / bw.sum()
+    grad = sum(w * g for w, (_, g) in zip(bw, parts))
+    want = np.array(theta) - lr * np.linalg.solve(metric + lam * np.eye(3), grad)
+    assert np.allclose(c.weights.detach().numpy(), want, atol=1e-7)
 
 
 def test_qng_reaches_the_ground_energy():

@@ -29,20 +29,22 @@ def needs_closure_without_backward(optimizer) -> bool:
 
 
 def make_optimizer(optimizer, params, lr: Optional[float] = None,
-                   default_lrs: Optional[dict] = None, circuit=None) -> torch.optim.Optimizer:
+                   default_lrs: Optional[dict] = None, circuit=None,
+                   circuit_inputs: Optional[dict] = None) -> torch.optim.Optimizer:
     """``"adam"`` (lr 0.1), ``"sgd"`` (lr 0.2), ``"lbfgs"`` (lr 1, one iteration per step with a
     strong-Wolfe line search of up to 25 evaluations), ``"qng"`` (lr 0.2; :class:`QNG` of
     ``circuit``, which must then be given), ``"spsa"`` (lr 0.5, :class:`SPSA`), any other
     ``torch.optim`` class name (case-insensitive, its own default lr), a ``torch.optim.Optimizer``
-    class, or a callable ``params -> optimizer``. ``default_lrs`` overrides :data:`NAMED_LRS` per
-    name."""
+    class, or a callable ``params -> optimizer``. ``default_lrs`` (``{name: lr}``) overrides
+    :data:`NAMED_LRS` and the class defaults per name. ``circuit_inputs`` (``x``, ``state``,
+    ``batch_weights``) is where QNG takes the metric: the circuit's inputs in the loss."""
     params = list(params)
     if isinstance(optimizer, torch.optim.Optimizer):
         return optimizer
     if isinstance(optimizer, str):
         key = optimizer.lower()
-        if key in NAMED_LRS:
-            lr = {**NAMED_LRS, **(default_lrs or {})}[key] if lr is None else lr
+        if lr is None:
+            lr = {**NAMED_LRS, **{str(k).lower(): v for k, v in (default_lrs or {}).items()}}.get(key)
         if key == "adam":
             return torch.optim.Adam(params, lr=lr)
         if key == "sgd":
@@ -55,7 +57,7 @@ def make_optimizer(optimizer, params, lr: Optional[float] = None,
             if circuit is None:
                 raise ValueError("optimizer 'qng' needs the tql.Circuit whose metric it solves with (circuit=...); "
                                  "it applies to circuits' angles only")
-            return QNG(circuit, lr=lr)
+            return QNG(circuit, lr=lr, **(circuit_inputs or {}))
         if key == "spsa":
             return SPSA(params, lr=lr)
         cls = optimizer_class(optimizer)
@@ -83,14 +85,16 @@ class QNG(torch.optim.Optimizer):
 
     ``θ ← θ − lr · (g + λ I)⁻¹ ∇L`` with ``g`` the Fubini–Study metric of the circuit's output state
     at θ (:func:`tql.grad.quantum_fisher`, averaged over the batch of ``x`` / ``state`` when
-    given) and ``λ = regularization`` keeping the solve well posed where ``g`` is singular.
+    given, weighted by ``batch_weights`` when the loss weights the batch rows unequally, as
+    SSVQE does) and ``λ = regularization`` keeping the solve well posed where ``g`` is singular.
     ``∇L`` is what ``backward`` left in ``circuit.weights.grad`` (any ``diff_method``); the metric
     costs one Jacobian of the state per step, so this pays where steps are few and expensive
     (VQE), not for wide classifiers. ``x`` / ``state`` may be changed between steps through
     :attr:`inputs`.
     """
 
-    def __init__(self, circuit, lr: float = 0.1, regularization: float = 1e-3, x=None, state=None):
+    def __init__(self, circuit, lr: float = 0.1, regularization: float = 1e-3, x=None, state=None,
+                 batch_weights=None):
         from .circuit import Circuit
         if not isinstance(circuit, Circuit):
             raise TypeError(f"QNG: expected a tql.Circuit, got {type(circuit).__name__}")
@@ -104,6 +108,13 @@ class QNG(torch.optim.Optimizer):
         super().__init__([circuit.weights], dict(lr=lr, regularization=regularization))
         self.circuit = circuit
         self.inputs = {"x": x, "state": state}
+        if batch_weights is not None:
+            batch_weights = torch.as_tensor(batch_weights).detach()
+            if batch_weights.dim() != 1 or not bool(torch.isfinite(batch_weights).all()) \
+                    or bool((batch_weights < 0).any()) or not bool(batch_weights.sum() > 0):
+                raise ValueError(f"QNG: batch_weights must be a 1-d tensor of finite non-negative weights with a "
+                                 f"positive sum, got {batch_weights.tolist()}")
+        self.batch_weights = batch_weights
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -120,7 +131,14 @@ class QNG(torch.optim.Optimizer):
         if w.grad is None:
             return loss
         with torch.enable_grad():
-            metric = quantum_fisher(self.circuit, **self.inputs).mean(0)
+            metrics = quantum_fisher(self.circuit, **self.inputs)
+        if self.batch_weights is None:
+            metric = metrics.mean(0)
+        else:
+            bw = self.batch_weights.to(device=metrics.device, dtype=metrics.dtype)
+            if bw.shape[0] != metrics.shape[0]:
+                raise ValueError(f"QNG: {bw.shape[0]} batch_weights for a batch of {metrics.shape[0]} states")
+            metric = (bw[:, None, None] * metrics).sum(0) / bw.sum()
         metric = metric.to(w.grad.dtype)
         eye = torch.eye(metric.shape[0], dtype=metric.dtype, device=metric.device)
         w.sub_(group["lr"] * torch.linalg.solve(metric + group["regularization"] * eye, w.grad))

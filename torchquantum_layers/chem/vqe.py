@@ -35,11 +35,11 @@ def _gradient_free(optimizer) -> bool:
     return (isinstance(optimizer, str) and optimizer.lower() == "spsa") or needs_closure_without_backward(optimizer)
 
 
-def _run(loss_fn, circuit, optimizer, lr, steps, stop, callback):
+def _run(loss_fn, circuit, optimizer, lr, steps, stop, callback, circuit_inputs):
     """Optimise; ``history[k]`` is the loss after k updates. Stops before an update once ``stop``."""
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise ValueError(f"steps must be a non-negative int, got {steps!r}")
-    opt = make_optimizer(optimizer, [circuit.weights], lr, circuit=circuit)
+    opt = make_optimizer(optimizer, [circuit.weights], lr, circuit=circuit, circuit_inputs=circuit_inputs)
     gradient_free = needs_closure_without_backward(opt)
     history = []
     start = time.perf_counter()
@@ -121,7 +121,8 @@ def vqe(H, circuit: Circuit, steps: int = 100, optimizer="adam", lr: Optional[fl
         return energy(circuit, H, state, diff_method, shots, generator), None
 
     stop = None if target is None else (lambda e, _: abs(e - target) <= atol)
-    history, n, wall, converged, _ = _run(loss_fn, circuit, optimizer, lr, steps, stop, callback)
+    history, n, wall, converged, _ = _run(loss_fn, circuit, optimizer, lr, steps, stop, callback,
+                                          {"state": state})
     return VQEResult(history[-1], circuit.weights.detach().clone(), history, n, wall, converged, circuit)
 
 
@@ -206,5 +207,6 @@ def ssvqe(H, circuit: Circuit, k: int, states=None, weights: Optional[Sequence[f
         prev["v"] = value
         return done
 
-    history, n, wall, _, last = _run(loss_fn, circuit, optimizer, lr, steps, stop, callback)
+    history, n, wall, _, last = _run(loss_fn, circuit, optimizer, lr, steps, stop, callback,
+                                     {"state": phi, "batch_weights": w})
     return SSVQEResult(last["extra"].detach(), circuit.weights.detach().clone(), history, n, wall, circuit)

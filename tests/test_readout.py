@@ -116,6 +116,42 @@ def test_trajectories_read_out_as_the_density_matrix():
     assert not torch.allclose(rho, tql.expval(c, H), atol=1e-3)
 
 
+def test_shot_estimates_have_the_spread_of_real_readout(dtype, device):
+    # one Pauli string read through flips is ±1 with mean m (the noisy value): over S shots the
+    # estimate has variance (1 − m²) / S, more than sampling the noisy observable's terms gives
+    rng = np.random.default_rng(4)
+    c, rho0, rho = _circuit_and_rho(dtype, device, rng)
+    nm = tql.NoiseModel()
+    for w, (p01, p10) in RATES.items():
+        nm.add_readout_error(p01, p10, wires=w)
+    label, B, S = "Z0 X1 Z2", 4000, 100
+    m = _measured_value(rho[0], label, 3, noisy=True)
+    gen = torch.Generator(device=device).manual_seed(0)
+    state = to_t(rho0[:1], dtype, device).expand(B, -1, -1)
+    psi = tql.random_state(3, 1, generator=torch.Generator().manual_seed(1), dtype=dtype).to(device)
+    psi_np = psi[0].cpu().numpy().astype(complex)
+    m_psi = _measured_value(np.outer(psi_np, psi_np.conj()), label, 3, noisy=True)
+    cases = {
+        "density": (m, tql.mixed.expval(c, label, state=state, noise_model=nm, shots=S, generator=gen)),
+        "state vector": (m_psi, tql.observables.expectation(psi.expand(B, -1), nm.readout.noisy_observable(label),
+                                                             shots=S, generator=gen)),
+        "trajectories": (m_psi, tql.mixed.trajectories.expval(tql.Circuit(3, dtype=dtype).to(device), label,
+                                                               state=psi.expand(B, -1), noise_model=nm, shots=S,
+                                                               n_trajectories=1, generator=gen)),
+    }
+    for what, (mean, est) in cases.items():
+        sd = np.sqrt((1 - mean ** 2) / S)
+        est = est.double().cpu().numpy()
+        assert est.mean() == pytest.approx(mean, abs=4 * sd / np.sqrt(B)), what
+        assert est.std() == pytest.approx(sd, rel=0.1), what
+    # mitigated: unbiased for the exact value, and noisier still
+    mitigated = tql.mixed.expval(c, nm.readout.mitigated_observable(label), state=state, noise_model=nm, shots=S,
+                                 generator=gen).double().cpu().numpy()
+    exact = _measured_value(rho[0], label, 3, noisy=False)
+    assert mitigated.mean() == pytest.approx(exact, abs=6 * mitigated.std() / np.sqrt(B))
+    assert mitigated.std() > np.sqrt((1 - m ** 2) / S)
+
+
 def test_noisy_samples_flip_at_the_given_rates(device):
     r = _readout()
     shots = 40000

@@ -7,7 +7,9 @@ its eigenbasis each read eigenvalue ``z'`` has ``E[z' | z] = c z + d`` with ``c 
 ``d = p10 − p01``: the noisy value of a Pauli string ``P = ∏_w P_w`` is that of the observable
 ``∏_w (c_w P_w + d_w)``, and the mitigated one ``∏_w (P_w − d_w) / c_w`` read under the same noise
 gives back ⟨P⟩ (unbiased; its variance grows as ``1 / c²`` per wire). Both are Pauli sums, so they
-go through every expectation path (exact, shots, trajectories, gradients) unchanged.
+go through every expectation path (exact, trajectories, gradients) unchanged. A shot estimate of
+a noisy observable samples the original one and flips the read bits instead, so it has the
+spread of real readout too, not only its mean.
 """
 from __future__ import annotations
 
@@ -76,12 +78,18 @@ class ReadoutError:
         return "ReadoutError(" + "; ".join(body or ["none"]) + ")"
 
     # -- observables ----------------------------------------------------------------------------
-    def _affine(self, H, mitigate: bool):
+    @staticmethod
+    def _hamiltonian(H):
         from ..observables import Hamiltonian, PauliString
         if isinstance(H, (str, PauliString)):
             H = Hamiltonian([(1.0, H)] if isinstance(H, PauliString) else H)
         if not isinstance(H, Hamiltonian):
             raise TypeError(f"ReadoutError: expected a Hamiltonian, PauliString or string, got {type(H).__name__}")
+        return H
+
+    def _affine(self, H, mitigate: bool):
+        from ..observables import Hamiltonian, PauliString
+        H = self._hamiltonian(H)
         terms = []
         for coeff, p in H.terms:
             parts = [(coeff, 0)]                # (coefficient, kept wires mask)
@@ -95,8 +103,11 @@ class ReadoutError:
         return Hamiltonian(terms, n_wires=H.declared_n_wires).simplify(tol=0.0)
 
     def noisy_observable(self, H):
-        """The observable whose exact value is ``H``'s value read out through these errors."""
-        return self._affine(H, mitigate=False)
+        """The observable whose exact value is ``H``'s value read out through these errors (shot
+        estimates of it sample ``H`` and flip the read bits)."""
+        noisy = self._affine(H, mitigate=False)
+        noisy._read_through = (self._hamiltonian(H), self)
+        return noisy
 
     def mitigated_observable(self, H):
         """The observable whose value read out through these errors is ``H``'s exact value."""

@@ -359,53 +359,17 @@ def expectation(rho, obs, shots: Optional[int] = None, generator: Optional[torch
 
 
 def _shot_expectation(rho, hams, n, shots, generator):
-    from ..observables import PauliString, qwc_groups
-    from ..observables.shots import _rotation
-    if isinstance(shots, bool) or not isinstance(shots, numbers.Integral) or shots < 1:
-        raise ValueError(f"expectation: shots must be a positive int, got {shots!r}")
-    if generator is not None and torch.device(generator.device).type != rho.device.type:
-        raise ValueError(f"expectation: the generator is on {generator.device} but the state is on {rho.device}")
+    from ..observables.shots import _rotation, grouped_shot_estimate
     rho = rho.detach()
-    B, N, _ = rho.shape
-    device = rho.device
-    n_obs = len(hams)
-    mean = torch.zeros(B, n_obs, dtype=torch.float64, device=device)
-    keys, by_key = [], {}
-    for o, h in enumerate(hams):
-        for (xw, zw), c in h._term_dict().items():
-            c = complex(c).real
-            if c == 0:
-                continue
-            if xw == 0 and zw == 0:
-                mean[:, o] += c
-                continue
-            if (xw, zw) not in by_key:
-                by_key[(xw, zw)] = []
-                keys.append(PauliString.from_masks(xw, zw))
-            by_key[(xw, zw)].append((o, c))
-    k_idx = torch.arange(N, device=device)
-    for members in qwc_groups(keys):
-        basis = {}
-        for m in members:
-            p = keys[m]
-            for w in p.wires:
-                basis[w] = p.letter(w)
+
+    def rotated_probabilities(basis):
         r = rho
         for w, letter in sorted(basis.items()):
             if letter != "Z":
-                r = apply_operator(r, _rotation(letter, rho.dtype, device), (w,))
-        probs = torch.diagonal(r, dim1=-2, dim2=-1).real.clamp_min(0).to(torch.float64)
-        table = torch.zeros(n_obs, N, dtype=torch.float64, device=device)
-        for m in members:
-            p = keys[m]
-            s = _index_mask(p.x_mask | p.z_mask, n)
-            sign = 1 - 2 * _popcount_parity(k_idx & s, n)
-            for o, c in by_key[(p.x_mask, p.z_mask)]:
-                table[o] += c * sign.to(torch.float64)
-        samples = torch.multinomial(probs, shots, replacement=True, generator=generator)
-        counts = torch.zeros(B, N, dtype=torch.float64, device=device)
-        counts.scatter_add_(1, samples, torch.ones(B, shots, dtype=torch.float64, device=device))
-        mean += counts @ table.T / shots
+                r = apply_operator(r, _rotation(letter, rho.dtype, rho.device), (w,))
+        return torch.diagonal(r, dim1=-2, dim2=-1).real
+
+    mean, _ = grouped_shot_estimate(hams, n, rho.shape[0], rho.device, shots, generator, rotated_probabilities)
     return mean.to(REAL_OF[rho.dtype])
 
 

@@ -109,7 +109,7 @@ class Hamiltonian:
     up to 1e-12). ``str(H)`` reads back with :meth:`from_string`.
     """
 
-    __slots__ = ("_terms", "_n_wires", "_merged", "_plans", "_support", "_herm")
+    __slots__ = ("_terms", "_n_wires", "_merged", "_plans", "_support", "_herm", "_read_through")
 
     def __init__(self, terms=(), n_wires: Optional[int] = None):
         if isinstance(terms, Hamiltonian):
@@ -161,6 +161,7 @@ class Hamiltonian:
         self._merged = None
         self._herm = None
         self._plans = {}
+        self._read_through = None       # (observable, ReadoutError) this one is the read-out value of
 
     # -- constructors -------------------------------------------------------------------------
     @classmethod

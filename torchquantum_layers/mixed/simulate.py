@@ -13,7 +13,6 @@ permutation gathers serve density matrices too.
 """
 from __future__ import annotations
 
-import numbers
 import weakref
 from collections import OrderedDict, defaultdict
 from typing import Optional

@@ -18,8 +18,10 @@ Differences from a bare ``LightningCLI``, each because these tasks log one step 
 ``trainer.log_every_n_steps`` defaults to 1, and the default logger is a ``CSVLogger`` under
 ``<default_root_dir>/lightning_logs/version_N/`` (``metrics.csv``; checkpoints in
 ``checkpoints/`` beside it) plus, when ``tensorboard`` is installed, a ``TensorBoardLogger`` in
-its ``tensorboard/`` subfolder. ``--trainer.logger false`` turns logging off; a logger given in
-the config replaces both.
+its ``tensorboard/`` subfolder. ``--trainer.logger false`` turns logging off (``config.yaml``
+and ``checkpoints/`` then go to the root dir, replaced by the next such run there); a logger
+given in the config replaces both. ``validate``, ``test`` and ``predict`` evaluate the angles of
+``--ckpt_path`` (or the initial ones): ``val_energy``, ``test_best_ratio``, ...
 """
 from __future__ import annotations
 
@@ -115,6 +117,10 @@ class TQLCLI(LightningCLI):
         if "logger" not in kwargs and cfg.get("logger") in (None, True):
             root = cfg.get("default_root_dir") or os.getcwd()
             kwargs["logger"] = default_loggers(str(root))
+        elif cfg.get("logger") is False:
+            # no logger, no version folders: config.yaml lands in the root dir, as the checkpoints
+            # do, and the next run there replaces both
+            self.save_config_kwargs = {**self.save_config_kwargs, "overwrite": True}
         trainer = super().instantiate_trainer(**kwargs)
         for cb in trainer.checkpoint_callbacks:
             if isinstance(cb, ModelCheckpoint) and cb.save_last is None:

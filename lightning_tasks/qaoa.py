@@ -64,14 +64,14 @@ from numbers import Integral, Real
 from dataclasses import dataclass
 from typing import Optional, Union
 
-import pytorch_lightning as pl
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
 
 from torchquantum_layers import optimization as opt
 from torchquantum_layers.optim import make_optimizer, optimizer_class
 from torchquantum_layers.optimization.problems import MAX_EXACT_QUBITS
+
+from .single_point import SinglePointTask
 
 __all__ = ["QAOATask", "QAOABest", "named_graph", "PROBLEMS", "PADDLE_GRAPH", "INITS", "OPTIMIZERS"]
 
@@ -186,7 +186,7 @@ class QAOABest:
     objective: float                 # natural objective of that bitstring (cut weight, tour length, ...)
 
 
-class QAOATask(pl.LightningModule):
+class QAOATask(SinglePointTask):
     """Minimise the expected cost of a combinatorial problem over a batch of QAOA angle vectors.
 
     Args:
@@ -462,9 +462,6 @@ class QAOATask(pl.LightningModule):
         return make_optimizer(self.hparams.optimizer, [self.angles], self.hparams.lr,
                               default_lrs={"adam": 0.05, "sgd": 0.05})
 
-    def train_dataloader(self):
-        return DataLoader(TensorDataset(torch.zeros(1)), batch_size=1)
-
     def on_save_checkpoint(self, checkpoint) -> None:
         checkpoint["qaoa_depth"] = int(self.depth)
         checkpoint["qaoa_history"] = [float(v) for v in self._history]
@@ -518,6 +515,25 @@ class QAOATask(pl.LightningModule):
                         optimum_probability=None if res.optimum_probability is None else float(res.optimum_probability),
                         top_bitstrings=bits, top_probabilities=[float(x) for x in res.top_probabilities],
                         solution=self.problem.decode(top), objective=float(self.problem.objective(top)))
+
+    def evaluation(self) -> dict:
+        """The best start at the current angles: ``expected_cost``, ``expected_objective`` and,
+        where the optimum is known, ``best_ratio`` and ``optimum_probability`` (what ``tql
+        validate|test|predict`` report, as ``val_expected_cost``, ...)."""
+        with torch.no_grad():
+            costs = self()
+            j = torch.argmin(costs).reshape(1)
+            prob = self.qaoas[str(self.depth)](self.current_angles().detach().index_select(0, j),
+                                               output="probabilities")[0].to(torch.float64)
+        best = float(costs[j[0]])
+        out = {"expected_cost": best, "expected_objective": float(prob @ self._objective_vec)}
+        if self.problem.is_constrained:
+            out["feasible_probability"] = float(prob @ self._feasible_vec)
+        if self.exact is not None:
+            span = self._worst_cost - self._opt_cost
+            out["best_ratio"] = float((self._worst_cost - best) / (span if span > 0 else 1.0))
+            out["optimum_probability"] = float(prob @ self._optimum_vec)
+        return out
 
     @property
     def best_cost(self) -> float:

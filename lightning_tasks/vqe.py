@@ -28,7 +28,6 @@ from typing import Optional, Sequence, Union
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import EarlyStopping
-from torch.utils.data import DataLoader, TensorDataset
 
 import torchquantum_layers.chem as chem
 from torchquantum_layers.chem.vqe import CHEMICAL_ACCURACY, energy as _energy
@@ -36,6 +35,7 @@ from torchquantum_layers.optim import make_optimizer, optimizer_class
 from torchquantum_layers.grad import AUTO, DIFF_METHODS
 
 from .progress import LIGHTNING_NOISE
+from .single_point import SinglePointTask
 
 __all__ = ["VQETask", "ChemicalAccuracyStopping", "fit_vqe", "pes_scan", "ANSATZE", "OPTIMIZERS",
            "CHEMICAL_ACCURACY_MHA"]
@@ -54,7 +54,7 @@ def _plain_geometry(geometry):
     return [[str(s), [float(v) for v in xyz]] for s, xyz in geometry]
 
 
-class VQETask(pl.LightningModule):
+class VQETask(SinglePointTask):
     """Minimise ⟨H⟩ of a molecular Hamiltonian over the angles of a chemistry ansatz.
 
     Args:
@@ -179,9 +179,6 @@ class VQETask(pl.LightningModule):
     def configure_optimizers(self):
         return make_optimizer(self.hparams.optimizer, self.parameters(), self.hparams.lr, circuit=self.circuit)
 
-    def train_dataloader(self):
-        return DataLoader(TensorDataset(torch.zeros(1)), batch_size=1)
-
     def on_save_checkpoint(self, checkpoint) -> None:
         checkpoint["vqe_history"] = [float(v) for v in self.history]
 
@@ -194,6 +191,13 @@ class VQETask(pl.LightningModule):
         self._seen_step = -1
 
     # -- results ----------------------------------------------------------------------------------
+    def evaluation(self) -> dict:
+        """``energy`` (Ha), ``error_mha`` and ``chemical_accuracy`` of the current angles (what
+        ``tql validate|test|predict`` report, as ``val_energy``, ...)."""
+        value = self.final_energy()
+        err = abs(value - self.fci_energy) * 1e3
+        return {"energy": value, "error_mha": err, "chemical_accuracy": float(err < CHEMICAL_ACCURACY_MHA)}
+
     @torch.no_grad()
     def final_energy(self) -> float:
         """⟨H⟩ at the current angles, in Ha."""

@@ -149,11 +149,29 @@ def test_resume_with_ckpt_path(tmp_path):
         assert float(a["expected_cost"]) == pytest.approx(float(b["expected_cost"]), abs=1e-6)
 
 
+def test_validate_test_and_predict_commands(tmp_path, capsys):
+    root = ["--trainer.default_root_dir", str(tmp_path), "--trainer.logger", "false"]
+    main(["fit", "--model", "QAOATask", "--model.p", "1", "--trainer.max_steps", "2"] + root + QUICK)
+    ckpt = tmp_path / "checkpoints" / "last.ckpt"
+    for command in ("validate", "test"):
+        main([command, "--model", "QAOATask", "--model.p", "1", "--ckpt_path", str(ckpt)] + root + QUICK)
+    out = capsys.readouterr().out
+    assert "val_best_ratio" in out and "test_expected_cost" in out
+    main(["test", "--model", "VQETask"] + root + QUICK)
+    assert "test_error_mha" in capsys.readouterr().out
+    main(["predict", "--model", "VQETask"] + root + QUICK)
+
+
 def test_logger_off_and_gpu_flag(tmp_path):
     main(["fit", "--model", "QAOATask", "--model.p", "1", "--model.n_starts", "2", "--trainer.max_steps", "1",
           "--trainer.logger", "false", "--trainer.enable_checkpointing", "false",
           "--trainer.default_root_dir", str(tmp_path)] + QUICK)
     assert not (tmp_path / "lightning_logs").exists()
+    # twice in one root dir without a logger: the second run replaces config.yaml and the checkpoint
+    for _ in range(2):
+        main(["fit", "--model", "QAOATask", "--model.p", "1", "--model.n_starts", "2", "--trainer.max_steps", "1",
+              "--trainer.logger", "false", "--trainer.default_root_dir", str(tmp_path / "twice")] + QUICK)
+    assert (tmp_path / "twice" / "config.yaml").exists()
     if not torch.cuda.is_available():                  # Lightning's own error for a missing GPU
         with pytest.raises(Exception, match="(?i)gpu|cuda|accelerator"):
             main(["fit", "--model", "QAOATask", "--trainer.accelerator", "gpu", "--trainer.max_steps", "1",

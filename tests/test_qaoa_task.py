@@ -289,3 +289,23 @@ def test_bad_inputs():
         QAOATask(n_starts=0)
     with pytest.raises(ValueError, match=r"init_angles must have shape \(6,\) or \(16, 6\)"):
         QAOATask(init_angles=[0.1, 0.2])
+
+
+def test_validate_test_and_predict_evaluate_the_angles():
+    # one start, the linear ramp exactly: the dense oracle gives every reported value
+    task = QAOATask(problem="maxcut", graph="paddle", p=2, n_starts=1, dtype="complex128")
+    t = (np.arange(2) + 0.5) / 2
+    ramp = np.concatenate([-0.75 * t, 0.75 * (1 - t)])
+    costs = np.array([-cut_value(b, PADDLE) for b in all_bits(4)])
+    probs = dense_qaoa_probabilities(costs, ramp)
+    expected_cut = float(probs @ -costs)
+    optimum = sum(probs[int(s, 2)] for s in ("0101", "1010"))
+    tr = trainer(1)
+    (val,) = tr.validate(task, verbose=False)
+    (test,) = tr.test(task, verbose=False)
+    (pred,) = tr.predict(task)
+    for metrics, prefix in ((val, "val_"), (test, "test_"), (pred, "")):
+        assert metrics[prefix + "expected_cost"] == pytest.approx(-expected_cut, abs=1e-9)
+        assert metrics[prefix + "expected_objective"] == pytest.approx(expected_cut, abs=1e-9)
+        assert metrics[prefix + "best_ratio"] == pytest.approx(expected_cut / 4, abs=1e-9)
+        assert metrics[prefix + "optimum_probability"] == pytest.approx(optimum, abs=1e-9)

@@ -142,3 +142,24 @@ def test_bad_inputs():
         VQETask("H2", bond_length=0.123)
     with pytest.raises(ValueError, match=r"bond length 0.123 is not in the bundled H2 scan"):
         pes_scan("H2", bond_lengths=[0.123])
+
+
+def test_validate_test_and_predict_evaluate_the_angles(tmp_path):
+    # UCCSD starts at the HF state: its energy is PySCF's HF energy (shipped with the molecule)
+    task = VQETask("H2")
+    t = make_trainer(max_steps=1)
+    (val,) = t.validate(task, verbose=False)
+    (test,) = t.test(task, verbose=False)
+    (pred,) = t.predict(task)
+    for metrics, prefix in ((val, "val_"), (test, "test_"), (pred, "")):
+        assert metrics[prefix + "energy"] == pytest.approx(task.hf_energy, abs=1e-9)
+        assert metrics[prefix + "error_mha"] == pytest.approx((task.hf_energy - task.fci_energy) * 1e3, abs=1e-6)
+        assert metrics[prefix + "chemical_accuracy"] == 0.0
+    # fit runs no validation of its own; a checkpoint's angles are what validate evaluates
+    ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True)
+    fitter = make_trainer(max_steps=40, callbacks=[ckpt], enable_checkpointing=True)
+    fitter.fit(task)
+    assert not any(k.startswith("val_") for k in fitter.callback_metrics)
+    (val,) = make_trainer().validate(VQETask("H2"), ckpt_path=str(tmp_path / "last.ckpt"), verbose=False)
+    assert val["val_energy"] == pytest.approx(task.final_energy(), abs=1e-9)
+    assert val["val_error_mha"] < CHEMICAL_ACCURACY_MHA

@@ -21,6 +21,7 @@ import torch
 
 from .block_matrices import (extra_slot_tables, prefix_state, program_matrices, shared_block_matrices,
                              single_wire_tables, step_matrix)
+from .caching import building_cache, lasting
 from .kernels.apply import (apply_diagonal_unchecked, apply_matrix_unchecked, apply_permutation_unchecked, permute_span,
                             reorder_matrix)
 from .kernels.layout import relayout, rotate
@@ -128,20 +129,21 @@ def build_plan(circuit, fuse=None, max_fused_wires=None, layout=False, zero_star
         circuit._plan_cache = {"n_ops": len(circuit.ops)}
     cache = circuit._plan_cache
     if key not in cache:
-        # a program applies its leading gates in cache anyway: from |0…0⟩ it starts from that
-        # state (an empty prefix step), not from a product state built in torch
-        product_start = zero_start and not local_programs
-        prefix, ops = _product_prefix(circuit.ops) if product_start else ([], circuit.ops)
-        if local_programs:
-            steps = _program_fuse(ops, k, circuit.n_wires, programs.local_bits(circuit.dtype))
-        else:
-            steps = _fuse(ops, k) if fuse else [Step("single", op.wires, [op]) for op in ops]
-        if layout and not local_programs:
-            steps = _assign_layouts(steps, circuit.n_wires)
-        if zero_start:
-            wires = tuple(sorted({op.wires[0] for op in prefix}))
-            steps = [Step("prefix", wires, prefix)] + steps
-        cache[key] = _tabulate(steps)
+        with building_cache():
+            # a program applies its leading gates in cache anyway: from |0…0⟩ it starts from that
+            # state (an empty prefix step), not from a product state built in torch
+            product_start = zero_start and not local_programs
+            prefix, ops = _product_prefix(circuit.ops) if product_start else ([], circuit.ops)
+            if local_programs:
+                steps = _program_fuse(ops, k, circuit.n_wires, programs.local_bits(circuit.dtype))
+            else:
+                steps = _fuse(ops, k) if fuse else [Step("single", op.wires, [op]) for op in ops]
+            if layout and not local_programs:
+                steps = _assign_layouts(steps, circuit.n_wires)
+            if zero_start:
+                wires = tuple(sorted({op.wires[0] for op in prefix}))
+                steps = [Step("prefix", wires, prefix)] + steps
+            cache[key] = _tabulate(steps)
     return cache[key]
 
 
@@ -177,6 +179,7 @@ def _monomial(op):
 
 
 @lru_cache(maxsize=None)
+@lasting
 def _fixed_monomial(gate, k):
     """(t, d) with U[j, t[j]] = d[j] the only entries of a parameter-free k-wire gate's matrix,
     or None when it has none or more per row."""
@@ -560,6 +563,7 @@ def _perm_signature(op, lo=0):
 
 
 @lru_cache(maxsize=64)
+@lasting
 def _merged_permutation(signature, span, device_str, inverse):
     """``signature``: ((local perm, wires relative to the span, adjoint), ...) in circuit order."""
     idx = torch.arange(2 ** span, device=device_str).reshape(1, -1)

@@ -19,6 +19,7 @@ import torch
 from .kernels.apply import (apply_controlled_unchecked, apply_diagonal_unchecked,
                             apply_matrix_unchecked, apply_permutation_unchecked,
                             apply_two_level_unchecked)
+from .caching import building_cache
 from .kernels.state import COMPLEX_OF
 
 UNITARY_ATOL = {torch.complex64: 1e-5, torch.complex128: 1e-10}
@@ -131,7 +132,8 @@ def _const(values):
     def fn(params, k, dtype, data, device):
         key = (dtype, str(device))
         if key not in cache:
-            cache[key] = torch.as_tensor(arr, dtype=dtype, device=device)
+            with building_cache():
+                cache[key] = torch.as_tensor(arr, dtype=dtype, device=device)
         return cache[key]
     return fn
 
@@ -199,8 +201,9 @@ def _trig(entries, shape=None):
         theta = p[0]
         key = (theta.dtype, theta.device)
         if key not in cache:
-            cache[key] = tuple(torch.tensor(col, dtype=theta.dtype, device=theta.device).view(out_shape)
-                               for col in zip(*flat))
+            with building_cache():
+                cache[key] = tuple(torch.tensor(col, dtype=theta.dtype, device=theta.device).view(out_shape)
+                                   for col in zip(*flat))
         scale, offset = cache[key]
         if theta.dim():
             theta = theta.reshape(theta.shape + (1,) * len(out_shape))

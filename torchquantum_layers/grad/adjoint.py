@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 import torch
 
+from ..caching import lasting
 from ..circuit import Input, Param
 from ..observables import diagonal_table, weighted_bra
 from ..block_matrices import (extra_slot_tables, prefix_state, program_matrices, shared_block_matrices,
@@ -30,6 +31,7 @@ _GEN_CACHE: dict = {}
 _BLOCKS_PER_BACKWARD = 64
 
 
+@lasting
 def _generator_tensor(gate, k, dtype, device):
     """("diagonal" | "two-level" | "dense", operand) for the gate's generator."""
     key = (gate.name, k, dtype, str(device))

@@ -13,6 +13,7 @@ from functools import lru_cache
 
 import torch
 
+from ..caching import lasting
 from . import native, recorded
 from .state import n_wires_of
 
@@ -308,7 +309,7 @@ def _span_permutation_uncached(perm: tuple, wires: tuple, device_str: str):
     return src.to(device_str), torch.argsort(src).to(device_str)
 
 
-_span_permutation_cached = lru_cache(maxsize=512)(_span_permutation_uncached)
+_span_permutation_cached = lru_cache(maxsize=512)(lasting(_span_permutation_uncached))
 
 
 # A gather along the last axis pays a fixed cost per row: rows shorter than this are merged
@@ -457,10 +458,11 @@ def _level_positions_uncached(levels: tuple, wires: tuple, n: int, device_str: s
     return torch.cat(halves).to(device_str)
 
 
-_level_positions_cached = lru_cache(maxsize=1024)(_level_positions_uncached)
+_level_positions_cached = lru_cache(maxsize=1024)(lasting(_level_positions_uncached))
 
 
 @lru_cache(maxsize=64)
+@lasting
 def _two_level_frame(levels, keep_rest, dtype):
     """(the 4 x 4 matrix around a two-level block, flattened: the identity on the other two levels
     when ``keep_rest`` else zero; the flat positions of the block's four entries)."""

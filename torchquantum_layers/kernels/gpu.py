@@ -27,6 +27,8 @@ import os
 
 import torch
 
+from ..caching import lasting
+
 try:
     import triton
     import triton.language as tl
@@ -66,6 +68,7 @@ def _floats(t: torch.Tensor) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=1024)
+@lasting
 def _offsets(wires: tuple, levels: tuple, n: int, device_str: str):
     """Flat offsets of local ``levels`` of ``wires`` (wires[0]: their most significant bit), and
     the index bits of the wires sorted ascending (where the group index gets its zeros)."""
@@ -355,6 +358,7 @@ def permute_local(state: torch.Tensor, perm, wires, n: int):
 
 
 @functools.lru_cache(maxsize=512)
+@lasting
 def _wire_bits(wires: tuple, n: int, device_str: str):
     return torch.tensor([n - 1 - w for w in wires], dtype=torch.int64, device=device_str)
 

@@ -29,6 +29,8 @@ import threading
 
 import torch
 
+from ..caching import lasting
+
 _HERE = os.path.dirname(__file__)
 _SOURCES = [os.path.join(_HERE, name) for name in ("native.c", "program.c", "levels.c")]
 _HEADERS = [os.path.join(_HERE, "simd.h")]
@@ -265,6 +267,7 @@ def apply_4x4(state: torch.Tensor, matrix: torch.Tensor, wires, n: int):
 
 
 @functools.lru_cache(maxsize=1024)
+@lasting
 def _levels_operands(wires: tuple, levels, n: int):
     """(index bits of ``wires``, the matrix's levels: all of them when None) as int64 tensors."""
     bits = torch.tensor([n - 1 - w for w in wires], dtype=torch.int64)
@@ -367,6 +370,7 @@ def apply_diagonal(state: torch.Tensor, diag: torch.Tensor, wires, n: int):
 
 
 @functools.lru_cache(maxsize=256)
+@lasting
 def _block_locals(wires: tuple, n: int, b: int):
     """(maskH, dstoff (KH,), local (KH, 2^b)) of the line blocks: wires whose bit lies in the low b
     bits of the index act inside a block (their bits come from the lane), the others (high) pick
@@ -385,6 +389,7 @@ def _block_locals(wires: tuple, n: int, b: int):
 
 
 @functools.lru_cache(maxsize=256)
+@lasting
 def _block_offsets(perm: tuple, wires: tuple, n: int, b: int):
     """(maskH, dstoff, srcoff (KH, 2^b)) of :func:`permute_local`: where each lane's source
     amplitude lies relative to the block's base."""
@@ -491,6 +496,7 @@ def bit_sums(state: torch.Tensor) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=64)
+@lasting
 def z_of_bit_sums(n: int) -> torch.Tensor:
     """(n + 1, n + 1) float64 M with [Σ|ψ|², ⟨Z_0⟩, …, ⟨Z_{n−1}⟩] = :func:`bit_sums` @ M, as
     ⟨Z_w⟩ = S_0 − 2 S_{1+k} for wire w's index bit k = n − 1 − w (shared: do not modify)."""
@@ -556,6 +562,7 @@ def _tile(state, bits, active):
 
 
 @functools.lru_cache(maxsize=None)
+@lasting
 def _all_bits(n):
     return torch.arange(n, dtype=torch.int64)
 

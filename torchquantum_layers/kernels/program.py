@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..caching import lasting
 from . import native
 from .apply import apply_controlled_unchecked, apply_diagonal_unchecked, apply_matrix_unchecked
 
@@ -131,6 +132,7 @@ class Program:
                    idx.to(torch.int32), inverse.to(torch.int32), torch.cat(phases) if phases else None,
                    None if active is None else torch.as_tensor(active, dtype=torch.int64))
 
+    @lasting
     def phase_tables(self, dtype):
         """(forward, inverse) phase tables in ``dtype`` (None without phases): the inverse of
         new[j] = d[j] old[t[j]] is old[i] = conj(d[u[i]]) new[u[i]], u = t⁻¹."""

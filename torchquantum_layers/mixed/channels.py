@@ -21,6 +21,7 @@ from typing import Optional
 import numpy as np
 import torch
 
+from ..caching import building_cache
 from ..kernels.apply import apply_matrix_unchecked, check_wires
 from .state import as_density
 
@@ -112,7 +113,8 @@ class Channel:
         if self.kraus.requires_grad:
             return self._super(dtype, device)
         if key not in self._cache:
-            self._cache[key] = self._super(dtype, device)
+            with building_cache():
+                self._cache[key] = self._super(dtype, device)
         return self._cache[key]
 
     def _super(self, dtype, device):

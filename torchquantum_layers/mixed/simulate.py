@@ -19,6 +19,7 @@ from typing import Optional
 
 import torch
 
+from ..caching import lasting
 from ..block_matrices import single_wire_tables, step_matrix
 from ..circuit import Op
 from ..engine import DEFAULT_MAX_FUSED_WIRES, _fuse, _tabulate, build_plan, perm_index, run_circuit, uses_programs
@@ -124,6 +125,7 @@ def _run_plan(circuit, plan, v, x, weights, n):
 _SEGMENT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+@lasting
 def _doubled(circuit, ops, cache):
     """The segment as one state-vector circuit on 2n wires, each op U on its wires and conj(U)
     (gates.conjugate) on the shifted ones, sharing the weights and matrices: where the engine
@@ -146,6 +148,7 @@ def _noise_key(noise_model):
     return None if noise_model is None else (id(noise_model), noise_model.version)
 
 
+@lasting
 def _segments(circuit, noise_model):
     """[("plan", (Plan, ops, {doubled circuits})) | ("inst", instruction)], cached per circuit, its
     length and noise model."""
@@ -287,6 +290,7 @@ def _popcount_parity(v: torch.Tensor, nbits: int) -> torch.Tensor:
 _EXPVAL_CACHE: "OrderedDict" = OrderedDict()
 
 
+@lasting
 def _expval_tables(hams, n, dtype, device):
     key = (tuple(id(h) for h in hams), n, dtype, str(device))
     hit = _EXPVAL_CACHE.get(key)

@@ -29,6 +29,7 @@ from typing import Optional
 
 import torch
 
+from ..caching import building_cache, lasting
 from ..engine import run_circuit
 from ..grad import circuit_expval
 from ..kernels.apply import apply_matrix_unchecked
@@ -60,7 +61,8 @@ class _Branches:
         if hit is None or hit[0] is not kraus:
             if len(cls._cache) >= 256:      # channels made in a loop (a sweep over p) are not kept
                 cls._cache.clear()
-            hit = (kraus, cls(kraus, dtype, device))
+            with building_cache():
+                hit = (kraus, cls(kraus, dtype, device))
             cls._cache[key] = hit
         return hit[1]
 
@@ -119,6 +121,7 @@ def _folded(circuit, noise_model) -> Optional[noise_folding.Folded]:
     return noise_folding.folded(circuit, noise_model, _instructions(circuit), _noise_key(noise_model))
 
 
+@lasting
 def _segment_circuit(circuit, ops, cache):
     """The segment's gates as a state-vector circuit sharing the weights (cached per dtype, device)."""
     if len(ops) == len(circuit.ops):

@@ -5,6 +5,7 @@ from collections import OrderedDict
 
 import torch
 
+from ..caching import lasting
 from ..kernels.state import COMPLEX_DTYPES, REAL_OF
 from .pauli import _index_mask, _wires_of_mask
 from .hamiltonian import Hamiltonian
@@ -60,9 +61,11 @@ class _ApplyPlan:
         """F[i] = D[i⊕x] over all wires (natural order), complex (N,)."""
         return _table(g.entries, 1, range(self.n), self.device, sign_mask=g.x)[0].to(self.dtype).contiguous()
 
+    @lasting
     def table(self, g):
         return g.table if g.table is not None else self._build(g)
 
+    @lasting
     def _stacked(self):
         if self._stack is None:
             N = 2 ** self.n
@@ -73,6 +76,7 @@ class _ApplyPlan:
             self._stack = (index, table)
         return self._stack
 
+    @lasting
     def _spec(self, B: int):
         spec = self._specs.get(B)
         if spec is None:

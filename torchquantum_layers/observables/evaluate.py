@@ -7,6 +7,7 @@ from typing import Optional
 
 import torch
 
+from ..caching import lasting
 from ..kernels import native
 from ..kernels.state import REAL_OF, n_wires_of
 from .hamiltonian import TABLE_CACHE_BYTES, _as_observable, _check_fits, _require_hermitian
@@ -19,6 +20,7 @@ _MULTI_CACHE: "OrderedDict" = OrderedDict()
 _MULTI_CACHE_SIZE = 16
 
 
+@lasting
 def _multi_plan(hams, n, dtype, device):
     """Compiled form for a list of observables (LRU keyed by identity; Hamiltonians are immutable)."""
     key = (tuple(id(h) for h in hams), n, dtype, device)
@@ -131,6 +133,7 @@ class _NativeApply(torch.autograd.Function):
 _DIAGONAL_CACHE: "OrderedDict" = OrderedDict()
 
 
+@lasting
 def diagonal_table(observables, n: int, dtype, device) -> Optional[torch.Tensor]:
     """``(n_obs, 2**n)`` real diagonals of all-Z Hermitian observables, or None if one is not.
 

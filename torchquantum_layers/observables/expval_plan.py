@@ -10,6 +10,7 @@ from collections import OrderedDict
 
 import torch
 
+from ..caching import lasting
 from ..kernels import native
 from ..kernels.state import COMPLEX_DTYPES, REAL_OF, n_wires_of
 from .pauli import _index_mask, _popcount
@@ -208,6 +209,7 @@ class _ExpvalPlan:
         self._native = None
         self._specs = OrderedDict()
 
+    @lasting
     def _diagonal_tables(self):
         if self._w0 is None and self.has_diagonal:
             d0 = _table(self._diag, self.n_obs, range(self.n), self.device).real            # (n_obs, N)
@@ -254,6 +256,7 @@ class _ExpvalPlan:
         lay = g.layouts[r]
         return _table(g.entries, self.n_obs, [w for w in lay.order if w != lay.pivot], self.device)
 
+    @lasting
     def table(self, g, r: int) -> torch.Tensor:
         t = g.tables.get(r)
         if t is None:
@@ -262,6 +265,7 @@ class _ExpvalPlan:
                 g.tables[r] = t
         return t
 
+    @lasting
     def native_tables(self, g):
         """The native kernel's tables of a group: real (2 Re D, -2 Im D or None) over the
         pivot-0 half as (K, n_obs); for a single observable whose pivot is on the last
@@ -286,6 +290,7 @@ class _ExpvalPlan:
             g.native = tables
         return tables
 
+    @lasting
     def _pair_indices(self, g, device):
         """i over the group's pivot-0 half (k with a 0 inserted at the pivot bit, in k order) and
         its partner j = i ^ x, as index tensors."""
@@ -293,6 +298,7 @@ class _ExpvalPlan:
         i = k + (k & ~((1 << g.pivot_bit) - 1))
         return i, i ^ g.xb
 
+    @lasting
     def _stacked(self):
         """Gather path, all groups at once: the indices (ΣG·K,) of ψ₀[k] and of ψ₁[k⊕x'] for k over
         each group's pivot-0 half (pivot p = last X wire, natural order), and the groups' tables
@@ -312,6 +318,7 @@ class _ExpvalPlan:
         G, N = len(self.groups), 2 ** self.n
         return G > 1 and G * N // 2 <= _GATHER_MAX_TABLE and batch * G * N // 2 <= _GATHER_MAX_WORK
 
+    @lasting
     def native_spec(self):
         """(xb, pbit, full, re, im) of every group for the native kernel (see
         :func:`native.expval_pairs`), and the tables they point at. Cached when every table is;
@@ -400,6 +407,7 @@ class _ExpvalPlan:
             E = E + w @ self.table(g, 0)
         return E
 
+    @lasting
     def _spec(self, B: int):
         """Per-call argument tuples for batch size B (cached for a few B per plan)."""
         spec = self._specs.get(B)

@@ -11,6 +11,7 @@ from typing import Optional
 
 import torch
 
+from ..caching import building_cache
 from .pauli import (Number, PauliString, _as_coeff, _check_n_wires, _combine, _fmt_coeff, _is_number,
                     _mask_product, _merge_n, _parse_factor, _popcount, _wires_of_mask)
 from .tables import _sparse_entries
@@ -478,13 +479,13 @@ class Hamiltonian:
 
             _check_fits(self, n_wires, "compile")
             cb = TABLE_CACHE_BYTES if cache_bytes is None else int(cache_bytes)
+            if kind not in ("expval", "apply"):
+                raise ValueError(f"compile: kind must be 'expval' or 'apply', got {kind!r}")
             if kind == "expval":
                 _require_hermitian([self], "expectation")
-                plan = _ExpvalPlan([self], n_wires, dtype, device, cb)
-            elif kind == "apply":
-                plan = _ApplyPlan(self, n_wires, dtype, device, cb)
-            else:
-                raise ValueError(f"compile: kind must be 'expval' or 'apply', got {kind!r}")
+            with building_cache():
+                plan = (_ExpvalPlan([self], n_wires, dtype, device, cb) if kind == "expval"
+                        else _ApplyPlan(self, n_wires, dtype, device, cb))
             self._plans[key] = plan
         return plan
 

@@ -33,6 +33,7 @@ from typing import Callable, Optional
 
 import torch
 
+from ..caching import lasting
 from .bitstrings import _as_index, _chunked, _one_bits, bits_of
 
 
@@ -134,6 +135,7 @@ class Problem:
         return self.feasible_fn is not None
 
     @property
+    @lasting
     def diagonal(self) -> torch.Tensor:
         """All ``2^n`` costs (float64, CPU, index = basis state), computed once and cached."""
         d = self._cache.get("diagonal")
@@ -205,6 +207,7 @@ class Problem:
             out = _chunked(self.feasible_fn, idx, self.n_qubits)
         return out[0] if squeeze else out
 
+    @lasting
     def feasible_mask(self) -> torch.Tensor:
         """Bool ``(2^n,)``: feasibility of every basis state (cached)."""
         m = self._cache.get("feasible_mask")
@@ -220,6 +223,7 @@ class Problem:
             self._cache["feasible_mask"] = m
         return m
 
+    @lasting
     def objective_vector(self) -> torch.Tensor:
         """The natural objective of every basis state ``(2^n,)`` float64 (cached)."""
         v = self._cache.get("objective_vector")

@@ -51,6 +51,7 @@ from typing import Optional
 import torch
 from torch import nn
 
+from ..caching import lasting
 from ..kernels.apply import apply_matrix_unchecked
 from ..kernels.state import COMPLEX_DTYPES, REAL_OF, check_allocation
 from .problems import MAX_EXACT_QUBITS, Problem, exact_solution
@@ -330,6 +331,7 @@ class QAOA(_InPlaceSweeps, nn.Module):
         raise TypeError(f"{what}: initial_state must be 'auto', 'plus', 'feasible', a bitstring, an index or a "
                         f"tensor, got {type(spec).__name__}")
 
+    @lasting
     def _consts(self):
         """Working copies of the diagonal data for the current dtype/device (cached)."""
         key = (self.dtype, self.device)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 import torch
 
+from ..caching import building_cache
 from ..kernels.apply import apply_matrix_unchecked
 from ..kernels.state import REAL_OF
 from .qaoa_ops import (_generator, _generator_real, _im_dot, _kron_power, _re_dot, _real_block_generator,
@@ -98,7 +99,8 @@ class _InPlaceSweeps:
         key = ("rev", X.shape[1], X.device)
         idx = self._cache.get(key)
         if idx is None:
-            idx = torch.arange(X.shape[1] - 1, -1, -1, device=X.device)
+            with building_cache():
+                idx = torch.arange(X.shape[1] - 1, -1, -1, device=X.device)
             self._cache[key] = idx
         return torch.index_select(X, 1, idx, out=out)
 

@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from ..caching import lasting
 from ..kernels.apply import kron
 
 
@@ -99,6 +100,7 @@ def _real_block_matrix(r: torch.Tensor, k: int, has_c: bool) -> torch.Tensor:
 _RGEN_CACHE: dict = {}
 
 
+@lasting
 def _real_block_generator(k: int, has_c: bool, dtype, device) -> torch.Tensor:
     """K = Σ_w J_w (⊗ I_2), J = [[0, -1], [1, 0]] = d RY(2β)/dβ at β = 0: (2^k, 2^k) real."""
     key = (k, has_c, dtype, str(device))
@@ -174,6 +176,7 @@ def _re_dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 
+@lasting
 def _generator_real(k: int, device) -> torch.Tensor:
     key = (k, str(device))
     g = _GEN_CACHE.get(key)

@@ -42,6 +42,7 @@ def test_gibbs_preparation_fast():
     assert res.fidelity >= 0.99
     assert res.loss[-1] < res.loss[0]
     assert bool(mixed.is_density(res.rho[None]).all())
+    assert R.prepare_gibbs_state(H3).fidelity >= 0.98          # the defaults converge
 
 
 def test_vqsd_reaches_the_spectrum():
@@ -176,3 +177,22 @@ def test_barren_plateau_plot_renders_a_png(tmp_path):
     plot_gradient_variance(result, path=str(path))
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
+
+
+def test_gibbs_at_infinite_temperature_is_maximally_mixed():
+    h = tql.Hamiltonian("Z0 Z1 + 0.5*X0")
+    np.testing.assert_allclose(R.gibbs_state(h, 0.0).numpy(), np.eye(4) / 4, atol=1e-12)
+    # β = 0: the loss is −S, smallest at the maximally mixed state
+    mm = torch.eye(4, dtype=torch.complex128)[None] / 4
+    other = qinfo.random_density_matrix(2, 3, generator=torch.Generator().manual_seed(1), dtype=torch.complex128)
+    loss_mm = R.free_energy_loss(mm, h, 0.0, entropy="von-neumann")
+    assert float(loss_mm) == pytest.approx(-math.log(4), abs=1e-10)
+    assert (R.free_energy_loss(other, h, 0, entropy="von-neumann") > loss_mm).all()
+    # two ancillas for two system qubits: full rank is reachable
+    res = R.prepare_gibbs_state("Z0 Z1 + 0.5*X0", beta=0.0, n_ancilla=2, steps=80, lr=0.2, seed=3)
+    assert res.fidelity >= 0.98
+    for bad in (-1.0, float("nan"), float("inf"), True, "1"):
+        with pytest.raises(ValueError, match="beta must be a finite number >= 0"):
+            R.free_energy_loss(mm, h, bad)
+        with pytest.raises(ValueError, match="beta must be a finite number >= 0"):
+            R.prepare_gibbs_state("Z0 Z1", beta=bad, steps=1)

@@ -8,6 +8,8 @@ exact von Neumann entropy.
 """
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 
 import torch
@@ -20,11 +22,16 @@ from ._common import real_entangled_layers, seeded_uniform_
 __all__ = ["gibbs_state", "free_energy_loss", "prepare_gibbs_state", "GibbsResult"]
 
 
+def _beta(beta, what: str) -> float:
+    if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not math.isfinite(beta) or beta < 0:
+        raise ValueError(f"{what}: beta must be a finite number >= 0, got {beta!r}")
+    return float(beta)
+
+
 def gibbs_state(hamiltonian, beta: float, n_wires=None, dtype=torch.complex128) -> torch.Tensor:
     """Exact ``e^{−βH} / Tr e^{−βH}`` ``(N, N)`` by diagonalising the dense H (small n only)."""
     h = hamiltonian if isinstance(hamiltonian, Hamiltonian) else Hamiltonian.from_string(str(hamiltonian))
-    if not isinstance(beta, (int, float)) or beta < 0:
-        raise ValueError(f"gibbs_state: beta must be a number >= 0, got {beta!r}")
+    beta = _beta(beta, "gibbs_state")
     m = h.to_dense(n_wires, dtype=torch.complex128)
     evals, evecs = torch.linalg.eigh(m)
     w = torch.exp(-beta * (evals - evals.min()))
@@ -33,8 +40,10 @@ def gibbs_state(hamiltonian, beta: float, n_wires=None, dtype=torch.complex128) 
 
 
 def free_energy_loss(rho_b: torch.Tensor, hamiltonian, beta: float, entropy: str = "taylor") -> torch.Tensor:
-    """``Tr(Hρ) − S(ρ)/β`` per batch element, S the Taylor-2 truncation or von Neumann."""
-    energy = mixed.expectation(rho_b, hamiltonian)
+    """``Tr(Hρ) − S(ρ)/β`` per batch element, S the Taylor-2 truncation or von Neumann. At
+    ``β = 0`` (infinite temperature) F diverges and the loss is its limit ``β F = −S``, whose
+    minimiser, the maximally mixed state, is the Gibbs state there."""
+    beta = _beta(beta, "free_energy_loss")
     if entropy == "taylor":
         r2 = rho_b @ rho_b
         tr2 = torch.diagonal(r2, dim1=-2, dim2=-1).sum(-1).real
@@ -44,7 +53,9 @@ def free_energy_loss(rho_b: torch.Tensor, hamiltonian, beta: float, entropy: str
         s = qinfo.vn_entropy(rho_b)
     else:
         raise ValueError(f"free_energy_loss: entropy must be 'taylor' or 'von-neumann', got {entropy!r}")
-    return energy - s / beta
+    if beta == 0:
+        return -s
+    return mixed.expectation(rho_b, hamiltonian) - s / beta
 
 
 @dataclass
@@ -58,13 +69,16 @@ class GibbsResult:
 
 
 def prepare_gibbs_state(hamiltonian="-Z0 Z1 - Z1 Z2 - Z0 Z2", beta: float = 1.5, n_ancilla: int = 1,
-                        depth: int = 1, steps: int = 50, lr: float = 0.5, seed: int = 14,
+                        depth: int = 2, steps: int = 50, lr: float = 0.5, seed: int = 14,
                         entropy: str = "taylor", dtype=torch.complex128) -> GibbsResult:
     """Train the ancilla + system circuit (RY layers with CNOT rings, as Paddle Quantum's) with
     Adam and return the fidelity of the system's state with the exact Gibbs state.
 
     Wires ``0..n_ancilla-1`` are the ancilla, the Hamiltonian acts on the system wires (its
-    wire 0 is circuit wire ``n_ancilla``)."""
+    wire 0 is circuit wire ``n_ancilla``). The learned state has rank at most ``2**n_ancilla``:
+    as many ancillas as system qubits reach any Gibbs state (β = 0: the maximally mixed one).
+    Depth 2 is the default: at Paddle Quantum's depth 1, 5 of 12 seeds stop at fidelity 0.50
+    (one of the two ferromagnetic ground states); at depth 2 all reach ≥ 0.987."""
     h = hamiltonian if isinstance(hamiltonian, Hamiltonian) else Hamiltonian.from_string(hamiltonian)
     n_sys = h.n_wires
     n = n_ancilla + n_sys

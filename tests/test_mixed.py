@@ -463,6 +463,22 @@ def test_noise_model_errors():
         mixed.run(c, noise_model="noisy")
 
 
+def test_noise_model_warns_once_of_wires_the_circuit_lacks():
+    import warnings
+    c = tql.Circuit(2, dtype=torch.complex128).h(0).cnot(0, 1)
+    nm = (mixed.NoiseModel().add_readout_error(0.1, wires=[5]).add(mixed.depolarizing(0.5), wires=[7])
+          .add(mixed.bit_flip(0.2), wires=[1, 7]))                         # wire 1 exists: no warning
+    with pytest.warns(UserWarning, match=r"2 wire\(s\) never meets depolarizing on wires \[7\]; readout errors "
+                                         r"on wires \[5\]") as record:
+        value = mixed.expval(c, "Z0 Z1", noise_model=nm)
+    assert record[0].filename == __file__                              # points at the caller
+    assert float(value) == pytest.approx(1 - 2 * 0.2, abs=1e-12)        # only the bit flip on wire 1 acts
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mixed.expval(c, "Z0 Z1", noise_model=nm)                        # once per model and size
+        mixed.expval(c, "Z0 Z1", noise_model=mixed.NoiseModel().add(mixed.bit_flip(0.1), wires=[0, 1]))
+
+
 # ------------------------------------------------------------------------------------------------
 # measurement and reset
 def test_collapse_is_seeded_and_projects(device):

@@ -1,6 +1,8 @@
 """``NoiseModel``: channels inserted after chosen gates when a circuit runs on density matrices."""
 from __future__ import annotations
 
+import warnings
+
 from typing import Optional
 
 from .. import gates as G
@@ -32,6 +34,7 @@ class NoiseModel:
         self.rules: list = []
         self.version = 0
         self.readout: Optional[ReadoutError] = None
+        self._warned: set = set()
 
     def add_readout_error(self, p01, p10=None, wires=None) -> "NoiseModel":
         """Bit flips when expectation values are read (:class:`ReadoutError`; after any added
@@ -79,6 +82,24 @@ class NoiseModel:
         if self.readout is not None:
             parts.append(repr(self.readout))
         return "NoiseModel(" + "; ".join(parts) + ")"
+
+    def warn_unused_wires(self, n_wires: int) -> None:
+        """Warn (once per model and register size) about rules and readout errors that name only
+        wires a circuit of ``n_wires`` lacks: a model written for a larger device is fine, but a
+        typo there would otherwise go unnoticed."""
+        key = (self.version, self.readout is not None and id(self.readout), n_wires)
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        unused = [f"{ch.name} on wires {sorted(ws)}" for ch, _, ws in self.rules
+                  if ws is not None and min(ws) >= n_wires]
+        if self.readout is not None:
+            lost = sorted(w for w in self.readout.per_wire if w >= n_wires)
+            if lost:
+                unused.append(f"readout errors on wires {lost}")
+        if unused:
+            warnings.warn(f"NoiseModel: a circuit of {n_wires} wire(s) never meets {'; '.join(unused)}",
+                          stacklevel=4)        # the caller of mixed.expval / run / trajectories
 
     def channels_for(self, op) -> list:
         """``[(channel, wires), ...]`` to apply right after ``op`` (an Op of a circuit)."""

@@ -264,6 +264,7 @@ def _resolve_noise(circuit, noise_model):
         from .noise import NoiseModel
         if not isinstance(noise_model, NoiseModel):
             raise TypeError(f"noise_model must be a NoiseModel, got {type(noise_model).__name__}")
+        noise_model.warn_unused_wires(circuit.n_wires)
     return noise_model
 
 

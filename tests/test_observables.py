@@ -126,6 +126,24 @@ def test_hamiltonian_from_string_and_terms():
     assert Hamiltonian("X0 + Z1") == Hamiltonian.from_string("X0 + Z1")
 
 
+def test_parenthesised_sums_multiply_as_operators():
+    from . import oracle as O
+    X, Y, Z, I = O.X, O.Y, O.Z, O.I2
+    cases = {
+        "0.5*(Z0 + X1)": 0.5 * (O.kron(Z, I) + O.kron(I, X)),
+        "(Z0 + Z1) * (X0 - X1) + 1": (O.kron(Z, I) + O.kron(I, Z)) @ (O.kron(X, I) - O.kron(I, X)) + np.eye(4),
+        "(X0 + Z0) * Z0": O.kron((X + Z) @ Z, I),
+        "2*((Z0 + 1) (Z1 - 1)) - (0.5+1j) Y1": 2 * O.kron(Z + I, Z - I) - (0.5 + 1j) * O.kron(I, Y),
+        "-(X0 @ Y0 - (Z1))": -(O.kron(X @ Y, I) - O.kron(I, Z)),
+    }
+    for text, want in cases.items():
+        got = Hamiltonian.from_string(text, n_wires=2).to_dense(2, dtype=torch.complex128).numpy()
+        np.testing.assert_allclose(got, want, atol=1e-12, err_msg=text)
+    # str() reads back
+    h = Hamiltonian.from_string("(Z0 + X1) * (Y2 - 0.25)")
+    assert Hamiltonian.from_string(str(h)) == h
+
+
 def test_from_pauli_dict_openfermion_keys():
     d = {((0, "X"), (1, "Z")): 0.5, (): -1.0, "Y2": 0.25, PauliString("Z3"): 2}
     h = Hamiltonian.from_pauli_dict(d)
@@ -176,7 +194,11 @@ def test_repr_is_readable():
     (lambda: Hamiltonian([(1.0, "X3")], n_wires=2), r"X3 acts on wire 3 but n_wires=2"),
     (lambda: Hamiltonian.from_string("0.5*X0 +"), r"empty term"),
     (lambda: Hamiltonian.from_string("0.5 & X0"), r"unexpected '&'"),
-    (lambda: Hamiltonian.from_string("(1+)*X0"), r"cannot read the number \(1\+\)"),
+    (lambda: Hamiltonian.from_string("(1+)*X0"), r"empty term in '\(1\+\)\*X0'"),
+    (lambda: Hamiltonian.from_string("(X0 + Z1"), r"unclosed '\('"),
+    (lambda: Hamiltonian.from_string("X0 + Z1)"), r"unmatched '\)'"),
+    (lambda: Hamiltonian.from_string("0.5 * (Z0 + X1) *"), r"'\*' needs a factor on each side"),
+    (lambda: Hamiltonian.from_string("X0 @ @ Z0"), r"'@' needs a factor on each side"),
     (lambda: Hamiltonian.from_string(""), r"empty expression"),
     (lambda: Hamiltonian([(float("nan"), "X0")]), r"not finite"),
     (lambda: Hamiltonian([(1.0, "X0")]) ** -1, r"non-negative int"),

@@ -27,13 +27,14 @@ DENSE_MAX_WIRES = 14
 _HERMITIAN_RTOL = 1e-12
 
 # ------------------------------------------------------------------------------------------------
-# Hamiltonian string grammar: terms separated by + / -; a term is numbers and Pauli words joined by
-# spaces or '*'; '@' between factors makes the term an operator product (repeats allowed).
+# Hamiltonian string grammar: terms separated by + / -; a term is numbers, Pauli words and
+# parenthesised sums joined by spaces or '*'; '@' between factors makes the term an operator
+# product (repeated wires allowed). A parenthesised sum multiplies as an operator: "0.5*(Z0 + X1)",
+# "(X0 + Y0) @ Z0", "(0.5+1j)*X0" (a sum of numbers is a complex coefficient).
 _TOKEN_RE = re.compile(r"""\s*(?:
     (?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[jJ]?)
-  | \((?P<paren>[^()]*)\)
   | (?P<word>[A-Za-z]+\d*)
-  | (?P<op>[-+*@])
+  | (?P<op>[-+*@()])
   | (?P<bad>\S)
 )""", re.X)
 
@@ -52,46 +53,110 @@ def _tokenize(text: str):
     return out
 
 
-def _parse_hamiltonian(text: str):
-    toks = _tokenize(text)
-    if not toks:
-        raise ValueError(f"Hamiltonian.from_string: empty expression {text!r}")
-    terms = []
-    i = 0
-    while i < len(toks):
-        sign = 1
-        while i < len(toks) and toks[i] in (("op", "+"), ("op", "-")):
-            sign = -sign if toks[i][1] == "-" else sign
-            i += 1
-        coeff, words, product, items = complex(sign), [], False, 0
-        start = i
-        while i < len(toks) and toks[i] not in (("op", "+"), ("op", "-")):
-            kind, val = toks[i]
+_SIGNS = (("op", "+"), ("op", "-"))
+
+
+class _Parser:
+    """Recursive descent over the tokens: sum := term (± term)*; term := factor+;
+    factor := number | Pauli word | '(' sum ')'. Terms are lists of (coeff, x mask, z mask)."""
+
+    def __init__(self, text: str):
+        self.text, self.toks, self.i = text, _tokenize(text), 0
+
+    def _peek(self):
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def parse(self) -> list:
+        if not self.toks:
+            raise ValueError(f"Hamiltonian.from_string: empty expression {self.text!r}")
+        terms = self._sum()
+        if self._peek() is not None:            # only an unmatched ')' stops a sum early
+            raise ValueError(f"Hamiltonian.from_string: unmatched ')' in {self.text!r}")
+        return [(c, PauliString.from_masks(x, z)) for c, x, z in terms]
+
+    def _sum(self) -> list:
+        terms = []
+        while True:
+            sign = 1
+            while self._peek() in _SIGNS:
+                sign = -sign if self._peek()[1] == "-" else sign
+                self.i += 1
+            terms += [(sign * c, x, z) for c, x, z in self._term()]
+            if self._peek() not in _SIGNS:
+                return terms
+
+    def _term_end(self) -> int:
+        """Index of the token that ends the term starting here (a sign or ')' at this depth)."""
+        depth, j = 0, self.i
+        while j < len(self.toks):
+            tok = self.toks[j]
+            if tok == ("op", "("):
+                depth += 1
+            elif tok == ("op", ")"):
+                if depth == 0:
+                    return j
+                depth -= 1
+            elif depth == 0 and tok in _SIGNS:
+                return j
+            j += 1
+        return j
+
+    def _term(self) -> list:
+        end = self._term_end()
+        flat = self.toks[self.i:end]
+        product = ("op", "@") in flat
+        words = [v for k, v in flat if k == "word"]
+        sole = len(words) == 1 and ("op", "(") not in flat
+        acc, seen, items = [(complex(1), 0, 0)], set(), 0
+        while self.i < end:
+            kind, val = self.toks[self.i]
+            self.i += 1
             if kind == "num":
-                coeff *= complex(val)
-                items += 1
-            elif kind == "paren":
-                try:
-                    coeff *= complex(val.replace(" ", ""))
-                except ValueError:
-                    raise ValueError(f"Hamiltonian.from_string: cannot read the number ({val}) in "
-                                     f"{text!r}") from None
-                items += 1
+                acc = [(c * complex(val), x, z) for c, x, z in acc]
             elif kind == "word":
-                words.append(val)
-                items += 1
-            elif val == "@":
-                product = True
-            i += 1
+                factors = _parse_factor(val, self.text, sole=sole)
+                for _, w in factors:
+                    if w in seen and not product:
+                        _combine([("Z", w), ("Z", w)], " ".join(words), allow_product=False)   # its error
+                    seen.add(w)
+                _, fx, fz = _combine(factors, val, allow_product=True)
+                acc = _times(acc, [(complex(1), fx, fz)])
+            elif val == "(":
+                inner = self._sum()
+                if self._peek() != ("op", ")"):
+                    raise ValueError(f"Hamiltonian.from_string: unclosed '(' in {self.text!r}")
+                self.i += 1
+                if not inner:
+                    raise ValueError(f"Hamiltonian.from_string: empty parentheses in {self.text!r}")
+                merged = {}                     # "(0.5+1j)" is one complex coefficient
+                for c, x, z in inner:
+                    merged[(x, z)] = merged.get((x, z), 0) + c
+                acc = _times(acc, [(c, x, z) for (x, z), c in merged.items()])
+            elif val in "*@":
+                if items == 0 or self.i >= end or self.toks[self.i][1] in "*@":
+                    raise ValueError(f"Hamiltonian.from_string: {val!r} needs a factor on each side in "
+                                     f"{self.text!r}")
+                continue
+            else:
+                raise ValueError(f"Hamiltonian.from_string: unmatched ')' in {self.text!r}")
+            items += kind != "op" or val == "("
         if items == 0:
-            raise ValueError(f"Hamiltonian.from_string: empty term in {text!r}")
-        term_text = " ".join(v for k, v in toks[start:i] if k == "word")
-        factors = []
-        for w in words:
-            factors += _parse_factor(w, text, sole=len(words) == 1)
-        phase, x, z = _combine(factors, term_text, allow_product=product)
-        terms.append((coeff * phase, PauliString.from_masks(x, z)))
-    return terms
+            raise ValueError(f"Hamiltonian.from_string: empty term in {self.text!r}")
+        return acc
+
+
+def _times(left: list, right: list) -> list:
+    """Operator product of two sums of (coeff, x, z), expanded term by term."""
+    out = []
+    for c1, x1, z1 in left:
+        for c2, x2, z2 in right:
+            phase, x, z = _mask_product(x1, z1, x2, z2)
+            out.append((c1 * c2 * phase, x, z))
+    return out
+
+
+def _parse_hamiltonian(text: str):
+    return _Parser(text).parse()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -169,10 +234,13 @@ class Hamiltonian:
     def from_string(cls, text: str, n_wires: Optional[int] = None) -> "Hamiltonian":
         """Parse ``"0.5*Z0 Z1 - 0.2*X0 + 1.1"``.
 
-        Terms are separated by ``+``/``-``; a term is numbers (``2``, ``1e-3``, ``(0.5+1j)``) and
-        Pauli factors (``X0``, or one letters-only label like ``XIZ``) joined by spaces or ``*``,
-        each wire at most once. Joining factors with ``@`` makes the term an operator product
-        instead: ``"X0 @ Z0"`` is ``-1j * Y0`` (repeated wires allowed, phases kept).
+        Terms are separated by ``+``/``-``; a term is numbers (``2``, ``1e-3``, ``(0.5+1j)``),
+        Pauli factors (``X0``, or one letters-only label like ``XIZ``) and parenthesised sums
+        (``0.5*(Z0 + X1)``, nested as deep as wanted) joined by spaces or ``*``, each wire at most
+        once among the Pauli factors. Joining factors with ``@`` makes the term an operator product
+        instead: ``"X0 @ Z0"`` is ``-1j * Y0`` (repeated wires allowed, phases kept); a
+        parenthesised sum always multiplies as an operator: ``"(X0 + Z0) * Z0"`` is
+        ``-1j * Y0 + 1``.
         """
         if not isinstance(text, str):
             raise TypeError(f"Hamiltonian.from_string: expected a str, got {type(text).__name__}")

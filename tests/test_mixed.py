@@ -740,6 +740,26 @@ def test_append_grows_the_same_parameter():
     assert a.weights is w and a.weights.shape == (2,) and float(a.weights.detach()[1]) == pytest.approx(0.5)
 
 
+def test_append_keeps_the_appended_circuits_noise_on_its_own_gates():
+    mx = tql.mixed
+    theta, phi, p = 0.4, 1.1, 0.15
+    a = mx.MixedCircuit(2, dtype=torch.complex128)
+    a.ry(0, theta)
+    b = mx.MixedCircuit(2, dtype=torch.complex128,
+                        noise_model=tql.NoiseModel().add(mx.bit_flip(p)).add_readout_error(0.05, 0.1, wires=1))
+    b.rx(1, phi).measure(0)
+    a.append(b)
+    # the bit flip follows b's RX only (not a's RY), before b's measurement; b's readout is a's now
+    z0, z1 = tql.mixed.expval(a, ["Z0", "Z1"])[0].tolist()
+    assert z0 == pytest.approx(math.cos(theta), abs=1e-12)
+    c, d = 1 - 0.05 - 0.1, 0.1 - 0.05
+    assert z1 == pytest.approx(c * (1 - 2 * p) * math.cos(phi) + d, abs=1e-12)
+    assert [type(inst).__name__ for _, inst in a.instructions] == ["ChannelInstruction", "MeasureInstruction"]
+    other = mx.MixedCircuit(2, noise_model=tql.NoiseModel().add_readout_error(0.2))
+    with pytest.raises(ValueError, match="both circuits have readout errors"):
+        mx.MixedCircuit(2, noise_model=tql.NoiseModel().add_readout_error(0.1)).append(other)
+
+
 def test_parameter_shift_refuses_trainable_channels():
     mx = tql.mixed
     p = torch.tensor(0.2, dtype=torch.float64, requires_grad=True)
@@ -755,3 +775,18 @@ def test_parameter_shift_refuses_trainable_channels():
     plain.ry(0, trainable=True)
     with pytest.raises(ValueError, match=r"\['bit_flip'\]"):
         mx.expval(plain, "Z0", noise_model=nm, diff_method="parameter-shift")
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("diff_method", ["backprop", "parameter-shift"])
+def test_nan_trainable_angle_is_named_before_the_density_run(diff_method, fuse):
+    mx = tql.mixed
+    # fuse=False walks the density segments gate by gate, outside the state-vector engine
+    c = mx.MixedCircuit(2, fuse=fuse, noise_model=tql.NoiseModel().add(mx.depolarizing(0.1)))
+    c.ry(0, trainable=True).rx(1, trainable=True).cnot(0, 1)
+    with torch.no_grad():
+        c.weights[1] = float("nan")
+    with pytest.raises(ValueError, match=r"weights index \[1\]"):
+        mx.expval(c, ["Z0"], diff_method=diff_method)
+    with pytest.raises(ValueError, match=r"weights index \[1\]"):
+        mx.run(c)

@@ -619,17 +619,21 @@ def apply_dense_step(step, state, m, wires, n, undo=False):
     return rotate(state, m, len(wires), to_back=(step.mode == "front-to-back") != undo, unitary=True)
 
 
-def run_circuit(circuit, state, x=None, weights=None, fuse=None, tables=None, prepared=None):
-    """The state after ``circuit``; ``state=None`` is |0…0⟩ (batch from ``x``, else 1).
-    ``tables`` (:func:`single_wire_tables`) and ``prepared`` ({id(step): program_matrices}) may
-    come from the caller (the adjoint method builds them once, with their graph)."""
-    w = circuit.weights if weights is None else weights
-    # on the CPU only (elsewhere the check would wait for the device), and never inside a compiled graph
+def check_finite_weights(w: torch.Tensor) -> None:
+    """ValueError naming the NaN / inf trainable angles: on the CPU only (elsewhere the check would
+    wait for the device), and never inside a compiled graph."""
     if w.device.type == "cpu" and w.numel() and not torch.compiler.is_compiling() \
             and not bool(torch.isfinite(w.detach()).all()):
         bad = torch.nonzero(~torch.isfinite(w.detach())).flatten().tolist()
         raise ValueError(f"Circuit: trainable angle(s) at weights index {bad[:8]} are NaN or inf (a diverging "
                          f"optimizer? a smaller learning rate helps)")
+
+
+def run_circuit(circuit, state, x=None, weights=None, fuse=None, tables=None, prepared=None):
+    """The state after ``circuit``; ``state=None`` is |0…0⟩ (batch from ``x``, else 1).
+    ``tables`` (:func:`single_wire_tables`) and ``prepared`` ({id(step): program_matrices}) may
+    come from the caller (the adjoint method builds them once, with their graph)."""
+    check_finite_weights(circuit.weights if weights is None else weights)
     plan = build_plan(circuit, fuse, layout=rotating_layout(circuit), zero_start=state is None,
                       local_programs=uses_programs(circuit, fuse))
     n = circuit.n_wires

@@ -120,12 +120,35 @@ class MixedCircuit(Circuit):
         return self
 
     def append(self, other) -> "MixedCircuit":
+        """Append another circuit's gates and instructions. Its noise model's channels become
+        instructions after its gates (this circuit's own model then acts on them too); its
+        readout errors become this circuit's, which may have none or the same ones."""
+        noise = getattr(other, "noise_model", None)
+        readout = getattr(noise, "readout", None)
+        mine = getattr(self.noise_model, "readout", None)
+        if readout is not None and mine is not None and readout is not mine:
+            raise ValueError("MixedCircuit.append: both circuits have readout errors, and they differ; a "
+                             "circuit reads out once, through one set")
         offset = len(self.ops)
         super().append(other)
+        by_position = {}
         for pos, inst in getattr(other, "instructions", ()):
-            if isinstance(inst, (MeasureInstruction, ResetInstruction)):
-                inst = type(inst)(inst.wires, inst.collapses, self)
-            self.instructions.append((pos + offset, inst))
+            by_position.setdefault(pos, []).append(inst)
+        if noise is not None and noise.rules:
+            for i, op in enumerate(other.ops):      # after op i: before the instructions at i + 1
+                channels = [ChannelInstruction(ch, w) for ch, w in noise.channels_for(op)]
+                by_position[i + 1] = channels + by_position.get(i + 1, [])
+        for pos in sorted(by_position):
+            for inst in by_position[pos]:
+                if isinstance(inst, (MeasureInstruction, ResetInstruction)):
+                    inst = type(inst)(inst.wires, inst.collapses, self)
+                self.instructions.append((pos + offset, inst))
+        if readout is not None and mine is None:
+            from .noise import NoiseModel
+            model = NoiseModel()
+            model.rules = list(self.noise_model.rules) if self.noise_model is not None else []
+            model.readout = readout
+            self.noise_model = model
         return self
 
     @classmethod

@@ -22,7 +22,8 @@ import torch
 from ..caching import lasting
 from ..block_matrices import single_wire_tables, step_matrix
 from ..circuit import Op
-from ..engine import DEFAULT_MAX_FUSED_WIRES, _fuse, _tabulate, build_plan, perm_index, run_circuit, uses_programs
+from ..engine import (DEFAULT_MAX_FUSED_WIRES, _fuse, _tabulate, build_plan, check_finite_weights, perm_index,
+                      run_circuit, uses_programs)
 from ..gates import conjugate
 from ..kernels.apply import (apply_diagonal_unchecked, apply_matrix_unchecked, apply_permutation_unchecked,
                              check_wires, permute_span)
@@ -219,6 +220,7 @@ def _prepare(circuit, x, state, what="run"):
 
 
 def _evolve(circuit, rho, x, weights, noise_model, generator):
+    check_finite_weights(weights)
     n = circuit.n_wires
     N = 2 ** n
     for kind, item in _segments(circuit, noise_model):

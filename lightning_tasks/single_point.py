@@ -25,9 +25,6 @@ class SinglePointTask(pl.LightningModule):
     def train_dataloader(self):
         return self._one_element()
 
-    def val_dataloader(self):
-        return self._one_element()
-
     def test_dataloader(self):
         return self._one_element()
 
@@ -38,13 +35,19 @@ class SinglePointTask(pl.LightningModule):
         for name, value in self.evaluation().items():
             self.log(f"{prefix}_{name}", torch.tensor(float(value), dtype=torch.float64), batch_size=1)
 
+    def _fitting(self) -> bool:
+        return self._trainer is not None and self.trainer.state.fn == "fit"
+
     @property
     def validation_step(self):
         # Lightning validates during fit when the hook is overridden; here only `validate` should
         # (a validation loop also changes how Lightning counts steps when a run resumes)
-        if self._trainer is not None and self.trainer.state.fn == "fit":
-            return super().validation_step
-        return self._validation_step
+        return super().validation_step if self._fitting() else self._validation_step
+
+    @property
+    def val_dataloader(self):
+        # not overridden during fit either, so Lightning does not warn of a loader without a step
+        return super().val_dataloader if self._fitting() else self._one_element
 
     def _validation_step(self, batch, batch_idx):
         self._log_evaluation("val")

@@ -277,3 +277,130 @@ def test_bad_input():
         Q.mutual_information(r3, [0, 1], [1])
     with pytest.raises(ValueError, match="size 4 and 2"):
         Q.gate_fidelity(torch.eye(4), torch.eye(2))
+
+
+# ------------------------------------------------------------------------------------------------
+# audit regressions
+def _with_spectrum(p, seed):
+    """V diag(p) V† for a Haar-ish random unitary V (QR of a complex Ginibre matrix, NumPy)."""
+    rng = np.random.default_rng(seed)
+    d = len(p)
+    q, _ = np.linalg.qr(rng.standard_normal((d, d)) + 1j * rng.standard_normal((d, d)))
+    return ((q * np.asarray(p, dtype=float)) @ q.conj().T)[None]
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.1, 0.5, 0.9])
+def test_renyi_entropy_below_one_ignores_round_off_eigenvalues(alpha, dtype):
+    """Rényi entropy of rank-deficient states from the known spectrum: log Σ p^α / (1 − α) over
+    the non-zero p (a pure state: 0). Round-off eigenvalues (±1e-17) must not count as weight."""
+    tol = 1e-9 if dtype == torch.complex128 else 2e-4
+    for p in ([1, 0, 0, 0], [0.6, 0.4, 0, 0], [0.5, 0.25, 0.25, 0, 0, 0, 0, 0]):
+        nz = np.array([x for x in p if x > 0])
+        ref = np.log((nz ** alpha).sum()) / (1 - alpha)
+        rho = _with_spectrum(p, seed=len(p))
+        assert abs(float(Q.renyi_entropy(t(rho, dtype), alpha)) - ref) < tol
+    rng = np.random.default_rng(7)
+    psi = O.random_state(3, rng, 2)                          # pure state vectors; reduced states of rank 2
+    np.testing.assert_allclose(as_np(Q.renyi_entropy(t(psi, dtype), alpha)), 0, atol=tol)
+    lam = np.linalg.eigvalsh(ptrace_np(np.einsum("bi,bj->bij", psi, psi.conj()), (0, 1), 3))[:, 2:]   # the 2 non-zero
+    ref = np.log((lam ** alpha).sum(-1)) / (1 - alpha)
+    np.testing.assert_allclose(as_np(Q.renyi_entropy(t(psi, dtype), alpha, wires=(0, 1))), ref, atol=tol)
+
+
+def _rel_np(r, s):
+    return np.real(np.trace(r @ (sla.logm(r) - sla.logm(s))))
+
+
+@pytest.mark.parametrize("spectrum", [[0.25] * 4, [0.4, 0.4, 0.1, 0.1], [0.5, 0.2, 0.2, 0.1], [0.4, 0.3, 0.2, 0.1]])
+def test_relative_entropy_gradient_at_degenerate_sigma(spectrum):
+    """∂D(ρ‖σ)/∂σ at a degenerate σ (maximally mixed, pairs of equal eigenvalues) is finite and
+    equals central finite differences of the SciPy logm formula along Hermitian directions."""
+    rng = np.random.default_rng(11)
+    r = rand_rho(2, rng, batch=1)[0]
+    s = _with_spectrum(spectrum, seed=3)[0]
+    st = t(s[None]).requires_grad_(True)
+    rt = t(r[None]).requires_grad_(True)
+    d = Q.relative_entropy(rt, st)
+    assert abs(float(d.detach()) - _rel_np(r, s)) < 1e-10
+    gs, gr = torch.autograd.grad(d.sum(), (st, rt))
+    assert torch.isfinite(gs).all() and torch.isfinite(gr).all()
+    h = 1e-5
+    for _ in range(3):
+        e = rng.standard_normal((4, 4)) + 1j * rng.standard_normal((4, 4))
+        e = (e + e.conj().T) / 2
+        fd_s = (_rel_np(r, s + h * e) - _rel_np(r, s - h * e)) / (2 * h)
+        fd_r = (_rel_np(r + h * e, s) - _rel_np(r - h * e, s)) / (2 * h)
+        assert abs(np.real(np.vdot(as_np(gs[0]), e)) - fd_s) < 1e-6
+        assert abs(np.real(np.vdot(as_np(gr[0]), e)) - fd_r) < 1e-6
+
+
+def test_mixed_dtypes_and_batch_sizes():
+    """complex128 with complex64 arguments promote (NumPy oracle); non-broadcasting batch sizes
+    are a ValueError naming them, not a torch shape error."""
+    rng = np.random.default_rng(12)
+    r, s = rand_rho(2, rng), rand_rho(2, rng)
+    psi = O.random_state(2, rng, 3)
+    lo = dict(dtype=torch.complex64)
+    np.testing.assert_allclose(as_np(Q.fidelity(t(r), t(s, **lo))), [fid_np(a, b) for a, b in zip(r, s)], atol=1e-5)
+    np.testing.assert_allclose(as_np(Q.fidelity(t(psi, **lo), t(r))),
+                               np.real(np.einsum("bi,bij,bj->b", psi.conj(), r, psi)), atol=1e-5)
+    rel = [_rel_np(a, b) for a, b in zip(r, s)]
+    np.testing.assert_allclose(as_np(Q.relative_entropy(t(r, **lo), t(s))), rel, atol=1e-4)
+    for f in (Q.fidelity, Q.trace_distance, Q.relative_entropy):
+        with pytest.raises(ValueError, match="batch sizes 3 and 2"):
+            f(t(r), t(s[:2]))
+    with pytest.raises(ValueError, match="batch sizes 2 and 3"):
+        Q.fidelity(t(psi[:2]), t(psi))
+    with pytest.raises(ValueError, match="batch sizes 2 and 3"):
+        Q.gate_fidelity(torch.eye(4).expand(2, 4, 4), torch.eye(4).expand(3, 4, 4))
+
+
+def test_concurrence_of_a_rank_deficient_state_is_exact():
+    """ρ = p|Φ⁺⟩⟨Φ⁺| + (1 − p)|01⟩⟨01| (rank 2): Wootters' R = ρ ρ̃ has eigenvalues p² and 0, so
+    C = p; the zero eigenvalues of √ρ ρ̃ √ρ must not leak their round-off square roots."""
+    phi = np.array([1, 0, 0, 1]) / math.sqrt(2)
+    for p in (0.3, 0.8):
+        rho = (p * np.outer(phi, phi) + (1 - p) * np.diag([0, 1, 0, 0]))[None].astype(complex)
+        assert abs(float(Q.concurrence(t(rho))) - p) < 1e-12
+    ghz = np.zeros((1, 8), dtype=complex)
+    ghz[0, 0] = ghz[0, 7] = 1 / math.sqrt(2)
+    with pytest.raises(ValueError, match="exactly two wires"):
+        Q.concurrence(t(ghz), wires=0)
+
+
+def test_bad_log_base():
+    r2 = mixed.maximally_mixed(2, dtype=torch.complex128)
+    assert abs(float(Q.vn_entropy(r2, base=4)) - 1) < 1e-12                # log_4 4
+    for f in (lambda b: Q.vn_entropy(r2, base=b), lambda b: Q.renyi_entropy(r2, 2, base=b),
+              lambda b: Q.relative_entropy(r2, r2, base=b), lambda b: Q.mutual_information(r2, 0, 1, base=b)):
+        for bad in (0, -2, 1, math.inf):
+            with pytest.raises(ValueError, match="base must be"):
+                f(bad)
+
+
+def test_root_fidelity_gradient_is_finite_at_orthogonal_states():
+    """√F is |⟨a|b⟩| etc.: at F = 0 (orthogonal states) the gradient must not be NaN (it poisons
+    shared parameters of the whole batch); elsewhere it equals finite differences of NumPy's
+    root fidelity."""
+    rng = np.random.default_rng(13)
+    orth = np.array([[1, 0, 0, 0], [0, 1, 0, 0]], dtype=complex)       # sample 0: orthogonal to b[0]
+    orth[1] = O.random_state(2, rng, 1)[0]
+    b = np.array([[0, 0, 1, 0], O.random_state(2, rng, 1)[0]], dtype=complex)
+    dm = lambda v: np.einsum("bi,bj->bij", v, v.conj())
+    cases = [("pure-pure", orth, b, lambda x, y: np.abs(np.vdot(x, y))),
+             ("pure-mixed", orth, dm(b), lambda x, y: np.sqrt(max(np.real(np.vdot(x, y @ x)), 0))),
+             ("mixed-mixed", np.stack([dm(orth)[0], 0.7 * dm(orth)[1] + 0.3 * np.eye(4) / 4]),   # sample 1 full rank
+              np.stack([0.9 * dm(b)[0] + 0.1 * np.diag([0, 0, 0, 1]), 0.9 * dm(b)[1] + 0.1 * np.eye(4) / 4]),
+              lambda x, y: math.sqrt(fid_np(x, y)))]
+    h = 1e-4                      # central differences: O(h²) truncation; NumPy round-off / h stays far below
+    for name, x, y, ref in cases:
+        xt = t(x).requires_grad_(True)
+        f = Q.fidelity(xt, t(y), squared=False)
+        np.testing.assert_allclose(as_np(f), [ref(x[i], y[i]) for i in range(2)], atol=1e-8, err_msg=name)
+        g, = torch.autograd.grad(f.sum(), xt)
+        assert torch.isfinite(g).all(), name
+        e = rng.standard_normal(x[1].shape) + 1j * rng.standard_normal(x[1].shape)
+        if x.ndim == 3:
+            e = (e + e.conj().T) / 2
+        fd = (ref(x[1] + h * e, y[1]) - ref(x[1] - h * e, y[1])) / (2 * h)
+        assert abs(np.real(np.vdot(as_np(g[1].resolve_conj()), e)) - fd) < 1e-5, name

@@ -196,3 +196,51 @@ def test_gibbs_at_infinite_temperature_is_maximally_mixed():
             R.free_energy_loss(mm, h, bad)
         with pytest.raises(ValueError, match="beta must be a finite number >= 0"):
             R.prepare_gibbs_state("Z0 Z1", beta=bad, steps=1)
+
+
+# ------------------------------------------------------------------------------------------------
+# audit regressions
+def test_free_energy_of_a_single_matrix_matches_the_analytic_value():
+    """F = Tr(Hρ) − S(ρ)/β for ρ = diag(p) and H = −Z0 + 0.5 Z1 (diagonal: Tr Hρ = Σ p_i h_i),
+    the Taylor entropy −2Σp² + Σp³/2 + 3/2; one (N, N) matrix is a batch of one."""
+    p = np.array([0.4, 0.3, 0.2, 0.1])
+    hdiag = np.array([-1 + 0.5, -1 - 0.5, 1 + 0.5, 1 - 0.5])
+    beta = 0.7
+    rho = torch.tensor(np.diag(p), dtype=torch.complex128)
+    vn = -(p * np.log(p)).sum()
+    taylor = -2 * (p ** 2).sum() + (p ** 3).sum() / 2 + 1.5
+    for entropy, s in (("von-neumann", vn), ("taylor", taylor)):
+        f = R.free_energy_loss(rho, "-Z0 + 0.5*Z1", beta, entropy=entropy)
+        assert f.shape == (1,) and abs(float(f) - ((p * hdiag).sum() - s / beta)) < 1e-12
+    with pytest.raises(ValueError, match="shape"):
+        R.free_energy_loss(torch.zeros(1, 4, 3, dtype=torch.complex128), "Z0", beta)
+
+
+def test_gibbs_refuses_a_non_hermitian_hamiltonian():
+    # e^{−βH} of 1j·Z0 is not a state; eigh would silently read only one triangle
+    with pytest.raises(ValueError, match="not Hermitian"):
+        R.gibbs_state("1j*Z0 + Z1", 1.0)
+    with pytest.raises(ValueError, match="not Hermitian"):
+        R.prepare_gibbs_state("1j*Z0 Z1", steps=1)
+    with pytest.raises(ValueError, match="n_ancilla must be"):
+        R.prepare_gibbs_state("Z0 Z1", n_ancilla=-1, steps=1)
+
+
+def test_research_models_name_their_bad_arguments():
+    rho = R.spectrum_state([0.4, 0.2, 0.2, 0.1, 0.1, 0, 0, 0], seed=1)
+    with pytest.raises(ValueError, match="give one density matrix, got a batch of 2"):
+        R.quantum_autoencoder(torch.stack([rho, rho]), steps=1)
+    with pytest.raises(ValueError, match="n_trash must be"):
+        R.quantum_autoencoder(rho, n_trash=1.5, steps=1)
+    with pytest.raises(ValueError, match="depth must be a positive int"):
+        R.gradient_samples(2, samples=4, depth=0)
+    with pytest.raises(ValueError, match="non-negative and sum to 1"):
+        R.spectrum_state([float("nan"), 0.5])
+    with pytest.raises(ValueError, match="rank must be an int"):
+        R.vqsvd(np.eye(4), rank=2.7, steps=1)
+    with pytest.raises(ValueError, match="rank must be an int"):
+        R.vqsvd(np.eye(4), rank="2", steps=1)
+    with pytest.raises(TypeError, match="dtype must be complex"):
+        R.vqsvd(np.eye(4), dtype=torch.float64, steps=1)
+    with pytest.raises(ValueError, match="not Hermitian"):
+        R.vqsd(torch.tensor([[0.5, 0.3], [0.0, 0.5]], dtype=torch.complex128), steps=1)

@@ -14,6 +14,7 @@ root: pass ``squared=False``). Entropies use the natural log unless ``base`` is 
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Optional
 
 import torch
@@ -66,9 +67,28 @@ def _keep_wires(keep, n, what):
     return check_wires(keep, n, what)
 
 
+def _check_base(base, what):
+    if base is not None and (isinstance(base, bool) or not isinstance(base, numbers.Real)
+                             or not math.isfinite(base) or base <= 0 or base == 1):
+        raise ValueError(f"{what}: base must be a finite number > 0 other than 1 (or None for the natural "
+                         f"log), got {base!r}")
+
+
 def _log(x, base):
     out = torch.log(x)
-    return out if base is None else out / math.log(base)
+    if base is None:
+        return out
+    _check_base(base, "qinfo")
+    return out / math.log(base)
+
+
+def _pair(x, y, what):
+    """Two batches (B, ...) of one common complex dtype whose batch sizes broadcast (equal or 1)."""
+    bx, by = x.shape[0], y.shape[0]
+    if bx != by and 1 not in (bx, by):
+        raise ValueError(f"{what}: batch sizes {bx} and {by} do not broadcast (give equal batches or a batch of 1)")
+    dt = torch.promote_types(x.dtype, y.dtype)
+    return x.to(dt), y.to(dt)
 
 
 def _tol(dtype, N):
@@ -183,22 +203,28 @@ def fidelity(a, b, squared: bool = True) -> torch.Tensor:
         a, n, _ = _vector(a, what)
         b, m, _ = _vector(b, what)
         _same(n, m, what)
+        a, b = _pair(a, b, what)
         ov = (a.conj() * b).sum(-1)
-        f = ov.real.square() + ov.imag.square()
+        f = ov.real.square() + ov.imag.square() if squared else ov.abs()
     elif va or vb:
         psi, rho = (a, b) if va else (b, a)
         psi, n, _ = _vector(psi, what)
         rho, m = as_density(rho, what)
         _same(n, m, what)
+        psi, rho = _pair(psi, rho, what)
         f = torch.einsum("bi,bij,bj->b", psi.conj(), rho, psi).real
+        if not squared:                      # √F, with gradient 0 (not NaN) where F = 0
+            pos = f > 0
+            f = torch.where(pos, torch.where(pos, f, torch.ones_like(f)).sqrt(), torch.zeros_like(f))
     else:
         rho, n = as_density(a, what)
         sigma, m = as_density(b, what)
         _same(n, m, what)
+        rho, sigma = _pair(rho, sigma, what)
         sr = psd_sqrt(rho)
-        f = _sqrt_trace(sr @ sigma @ sr).square()
-    if not squared:
-        f = f.clamp_min(0).sqrt()
+        f = _sqrt_trace(sr @ sigma @ sr)     # the root fidelity (√ of its square: NaN gradient at 0)
+        if squared:
+            f = f.square()
     return f[0] if squeeze and f.shape[0] == 1 else f
 
 
@@ -213,6 +239,7 @@ def trace_distance(a, b) -> torch.Tensor:
     rho, n, sq1 = _matrix(a, what)
     sigma, m, sq2 = _matrix(b, what)
     _same(n, m, what)
+    rho, sigma = _pair(rho, sigma, what)
     d = torch.linalg.eigvalsh(_herm(rho - sigma)).abs().sum(-1) / 2
     return _out(d, sq1 and sq2)
 
@@ -237,6 +264,7 @@ def _xlogx(lam, base):
 
 def vn_entropy(state, wires=None, base: Optional[float] = None) -> torch.Tensor:
     """von Neumann entropy ``−Tr ρ log ρ`` ``(B,)``, of the reduced state of ``wires`` if given."""
+    _check_base(base, "vn_entropy")
     lam, squeeze = _spectrum(state, wires, "vn_entropy")
     return _out(-_xlogx(lam, base).sum(-1), squeeze)
 
@@ -249,8 +277,9 @@ def entanglement_entropy(state, wires, base: Optional[float] = None) -> torch.Te
 def renyi_entropy(state, alpha: float, wires=None, base: Optional[float] = None) -> torch.Tensor:
     """Rényi entropy ``log(Tr ρ^α) / (1 − α)``; α = 1 is von Neumann, α = ∞ is ``−log λ_max``,
     α = 0 is ``log rank``."""
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha < 0 or math.isnan(alpha):
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or math.isnan(alpha) or alpha < 0:
         raise ValueError(f"renyi_entropy: alpha must be a number >= 0, got {alpha!r}")
+    _check_base(base, "renyi_entropy")
     if alpha == 1:
         return vn_entropy(state, wires, base)
     lam, squeeze = _spectrum(state, wires, "renyi_entropy")
@@ -263,36 +292,74 @@ def renyi_entropy(state, alpha: float, wires=None, base: Optional[float] = None)
     elif alpha == 2:
         out = -_log(lam.square().sum(-1), base)
     else:
-        tiny = torch.finfo(lam.dtype).tiny
-        powered = torch.where(lam > tiny, lam.clamp_min(tiny) ** alpha, torch.zeros_like(lam))
+        # eigenvalues at the round-off level are zeros (as for α = 0): for α < 1, λ^α would
+        # inflate them (1e-17 ** 0.01 = 0.68), making a pure state look mixed
+        tol = _tol(lam.dtype, lam.shape[-1]) * lam.amax(-1, keepdim=True).detach()
+        keep = lam > tol
+        powered = torch.where(keep, torch.where(keep, lam, torch.ones_like(lam)) ** alpha, torch.zeros_like(lam))
         out = _log(powered.sum(-1), base) / (1 - alpha)
     return _out(out, squeeze)
 
 
+class _SupportLog(torch.autograd.Function):
+    """(L, μ, V) for Hermitian PSD σ: ``L = V diag(log μ) V†`` on the support (μ > tol; 0 on the
+    kernel). The gradient is the Daleckii–Krein formula ``dL = V (K ∘ V† dσ V) V†`` with the
+    divided differences ``K_ij = (log μ_i − log μ_j) / (μ_i − μ_j)`` (``1 / μ`` at equal μ),
+    evaluated stably, so it stays finite at degenerate spectra (eigh's own backward divides by
+    eigenvalue gaps: NaN for the maximally mixed state); 0 for kernel directions."""
+
+    @staticmethod
+    def forward(ctx, a, tol):
+        mu, v = torch.linalg.eigh(a)
+        supp = mu > tol
+        logmu = torch.where(supp, torch.log(torch.where(supp, mu, torch.ones_like(mu))), torch.zeros_like(mu))
+        out = (v * logmu.unsqueeze(-2).to(v.dtype)) @ v.conj().transpose(-1, -2)
+        ctx.save_for_backward(v, mu, supp)
+        ctx.mark_non_differentiable(mu, v)
+        return out, mu, v
+
+    @staticmethod
+    def backward(ctx, grad, _gmu, _gv):
+        v, mu, supp = ctx.saved_tensors
+        safe = torch.where(supp, mu, torch.ones_like(mu))
+        mi, mj = safe.unsqueeze(-1), safe.unsqueeze(-2)
+        mean = (mi + mj) / 2
+        x = (mi - mj) / (mi + mj)                          # |x| < 1: log(mi/mj) = 2 atanh(x)
+        small = x.abs() < 1e-4
+        xs = torch.where(small, torch.ones_like(x), x)
+        k = torch.where(small, 1 + x * x / 3, torch.atanh(xs) / xs) / mean
+        k = torch.where(supp.unsqueeze(-1) & supp.unsqueeze(-2), k, torch.zeros_like(k))
+        g = v.conj().transpose(-1, -2) @ grad @ v
+        return v @ (g * k.to(g.dtype)) @ v.conj().transpose(-1, -2), None
+
+
 def relative_entropy(rho, sigma, base: Optional[float] = None) -> torch.Tensor:
     """Quantum relative entropy ``Tr ρ (log ρ − log σ)`` ``(B,)``; ``inf`` where the support of ρ
-    is not inside that of σ."""
+    is not inside that of σ. Differentiable in both arguments, with a finite gradient at
+    degenerate σ (e.g. the maximally mixed state)."""
     what = "relative_entropy"
+    _check_base(base, what)
     r, n, sq1 = _matrix(rho, what)
     s, m, sq2 = _matrix(sigma, what)
     _same(n, m, what)
+    r, s = _pair(r, s, what)
     lam = torch.linalg.eigvalsh(_herm(r))
-    mu, v = torch.linalg.eigh(_herm(s))
-    weights = torch.einsum("bji,bjk,bki->bi", v.conj(), r, v).real          # ⟨v_i|ρ|v_i⟩
     tol = _tol(r.dtype, r.shape[-1])
-    tiny = torch.finfo(mu.dtype).tiny
-    logmu = _log(mu.clamp_min(tiny), base)
-    cross = torch.where(mu > tol, weights * logmu, torch.zeros_like(weights)).sum(-1)
+    log_s, mu, v = _SupportLog.apply(_herm(s), tol)
+    weights = torch.einsum("bji,bjk,bki->bi", v.conj(), r.detach(), v).real          # ⟨v_i|ρ|v_i⟩
+    cross = torch.einsum("bij,bji->b", r, log_s).real                                 # Tr ρ log σ (support)
     bad = ((mu <= tol) & (weights > tol)).any(-1)
-    out = _xlogx(lam, base).sum(-1) - cross
+    out = _xlogx(lam, None).sum(-1) - cross
+    if base is not None:
+        out = out / math.log(base)
     out = torch.where(bad, torch.full_like(out, math.inf), out)
     return _out(out, sq1 and sq2)
 
 
 def mutual_information(state, wires_a, wires_b, base: Optional[float] = None) -> torch.Tensor:
     """``S(A) + S(B) − S(AB)`` of the reduced states of ``wires_a`` and ``wires_b``."""
-    a = tuple([wires_a] if isinstance(wires_a, int) else wires_a)
-    b = tuple([wires_b] if isinstance(wires_b, int) else wires_b)
+    a = tuple([wires_a] if isinstance(wires_a, numbers.Integral) else wires_a)
+    b = tuple([wires_b] if isinstance(wires_b, numbers.Integral) else wires_b)
     if set(a) & set(b):
         raise ValueError(f"mutual_information: wires {sorted(set(a) & set(b))} are in both subsystems")
     return vn_entropy(state, a, base) + vn_entropy(state, b, base) - vn_entropy(state, a + b, base)
@@ -306,7 +373,7 @@ def concurrence(state, wires=None) -> torch.Tensor:
     ``√(√ρ ρ̃ √ρ)``, ρ̃ = (Y⊗Y) ρ* (Y⊗Y)). ``wires`` picks two wires of a larger state."""
     what = "concurrence"
     if wires is not None:
-        wires = tuple(wires)
+        wires = (wires,) if isinstance(wires, numbers.Integral) else tuple(wires)
         if len(wires) != 2:
             raise ValueError(f"{what}: give exactly two wires, got {wires}")
         rho = partial_trace(state, wires)
@@ -327,8 +394,11 @@ def concurrence(state, wires=None) -> torch.Tensor:
     tilde = yy @ rho.conj() @ yy
     sr = psd_sqrt(rho)
     lam = torch.linalg.eigvalsh(_herm(sr @ tilde @ sr)).clamp_min(0)
-    tiny = torch.finfo(lam.dtype).tiny
-    lam = torch.where(lam > tiny, lam.clamp_min(tiny).sqrt(), torch.zeros_like(lam))
+    # round-off eigenvalues (1e-17 for a rank-deficient ρ) are zeros: their square roots
+    # (3e-9) would otherwise be subtracted from λ₁
+    tol = _tol(lam.dtype, lam.shape[-1]) * lam.amax(-1, keepdim=True).detach()
+    keep = lam > tol
+    lam = torch.where(keep, torch.where(keep, lam, torch.ones_like(lam)).sqrt(), torch.zeros_like(lam))
     lam = lam.flip(-1)                       # decreasing
     c = (lam[:, 0] - lam[:, 1:].sum(-1)).clamp_min(0)
     return _out(c, squeeze)
@@ -390,7 +460,7 @@ def gate_fidelity(u, v) -> torch.Tensor:
     v, s2 = _unitary(v, "gate_fidelity")
     if u.shape[-1] != v.shape[-1]:
         raise ValueError(f"gate_fidelity: matrices of size {u.shape[-1]} and {v.shape[-1]}")
-    v = v.to(u.dtype)
+    u, v = _pair(u, v, "gate_fidelity")
     tr = torch.einsum("bij,bij->b", u.conj(), v)
     return _out(tr.abs() / u.shape[-1], s1 and s2)
 

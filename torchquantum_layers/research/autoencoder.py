@@ -43,7 +43,9 @@ def quantum_autoencoder(rho_in=None, n_trash: int = 1, depth: int = 6, steps: in
     if rho_in is None:
         rho_in = spectrum_state([0.4, 0.2, 0.2, 0.1, 0.1, 0, 0, 0], seed=state_seed)
     rho, n = mixed.as_density(rho_in, "quantum_autoencoder", square_is_matrix=True)
-    if not 1 <= n_trash < n:
+    if rho.shape[0] != 1:
+        raise ValueError(f"quantum_autoencoder: give one density matrix, got a batch of {rho.shape[0]}")
+    if isinstance(n_trash, bool) or not isinstance(n_trash, int) or not 1 <= n_trash < n:
         raise ValueError(f"quantum_autoencoder: n_trash must be in [1, {n - 1}], got {n_trash!r}")
     trash = tuple(range(n_trash))
     c = Circuit(n, dtype=rho.dtype)

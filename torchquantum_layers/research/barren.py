@@ -46,6 +46,8 @@ def gradient_samples(n_wires: int, samples: int = 300, depth: int = 1, seed: int
         raise ValueError(f"gradient_samples: n_wires must be a positive int, got {n_wires!r}")
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
         raise ValueError(f"gradient_samples: samples must be an int >= 2, got {samples!r}")
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"gradient_samples: depth must be a positive int, got {depth!r}")
     rng = np.random.default_rng(seed)
     real = torch.float64 if dtype == torch.complex128 else torch.float32
     k = depth * n_wires

@@ -28,9 +28,18 @@ def _beta(beta, what: str) -> float:
     return float(beta)
 
 
+def _hamiltonian(hamiltonian, what: str) -> Hamiltonian:
+    h = hamiltonian if isinstance(hamiltonian, Hamiltonian) else Hamiltonian.from_string(str(hamiltonian))
+    if not h.is_hermitian:
+        c, p = h._non_hermitian_term()
+        raise ValueError(f"{what}: the Hamiltonian is not Hermitian (term {c!r} * {p} has a complex coefficient); "
+                         f"a Gibbs state needs a Hermitian H")
+    return h
+
+
 def gibbs_state(hamiltonian, beta: float, n_wires=None, dtype=torch.complex128) -> torch.Tensor:
     """Exact ``e^{−βH} / Tr e^{−βH}`` ``(N, N)`` by diagonalising the dense H (small n only)."""
-    h = hamiltonian if isinstance(hamiltonian, Hamiltonian) else Hamiltonian.from_string(str(hamiltonian))
+    h = _hamiltonian(hamiltonian, "gibbs_state")
     beta = _beta(beta, "gibbs_state")
     m = h.to_dense(n_wires, dtype=torch.complex128)
     evals, evecs = torch.linalg.eigh(m)
@@ -44,6 +53,7 @@ def free_energy_loss(rho_b: torch.Tensor, hamiltonian, beta: float, entropy: str
     ``β = 0`` (infinite temperature) F diverges and the loss is its limit ``β F = −S``, whose
     minimiser, the maximally mixed state, is the Gibbs state there."""
     beta = _beta(beta, "free_energy_loss")
+    rho_b, _ = mixed.as_density(rho_b, "free_energy_loss", square_is_matrix=True)
     if entropy == "taylor":
         r2 = rho_b @ rho_b
         tr2 = torch.diagonal(r2, dim1=-2, dim2=-1).sum(-1).real
@@ -79,7 +89,9 @@ def prepare_gibbs_state(hamiltonian="-Z0 Z1 - Z1 Z2 - Z0 Z2", beta: float = 1.5,
     as many ancillas as system qubits reach any Gibbs state (β = 0: the maximally mixed one).
     Depth 2 is the default: at Paddle Quantum's depth 1, 5 of 12 seeds stop at fidelity 0.50
     (one of the two ferromagnetic ground states); at depth 2 all reach ≥ 0.987."""
-    h = hamiltonian if isinstance(hamiltonian, Hamiltonian) else Hamiltonian.from_string(hamiltonian)
+    h = _hamiltonian(hamiltonian, "prepare_gibbs_state")
+    if isinstance(n_ancilla, bool) or not isinstance(n_ancilla, numbers.Integral) or n_ancilla < 0:
+        raise ValueError(f"prepare_gibbs_state: n_ancilla must be an int >= 0, got {n_ancilla!r}")
     n_sys = h.n_wires
     n = n_ancilla + n_sys
     target = gibbs_state(h, beta, n_sys, dtype)

@@ -25,7 +25,9 @@ def spectrum_state(spectrum, seed: int = 0, dtype=torch.complex128) -> torch.Ten
     n = int(round(math.log2(N)))
     if 2 ** n != N or N < 2:
         raise ValueError(f"spectrum_state: the spectrum has {N} entries, not a power of two >= 2")
-    if (p < 0).any() or abs(float(p.sum()) - 1) > 1e-9:
+    if p.dim() != 1:
+        raise ValueError(f"spectrum_state: the spectrum must be a flat list of numbers, got shape {tuple(p.shape)}")
+    if not torch.isfinite(p).all() or (p < 0).any() or abs(float(p.sum()) - 1) > 1e-9:
         raise ValueError("spectrum_state: the spectrum must be non-negative and sum to 1")
     v = qinfo.haar_unitary(n, 1, generator=torch.Generator().manual_seed(int(seed)), dtype=torch.complex128)[0]
     return ((v * p.to(v.dtype)) @ v.conj().T).to(dtype)
@@ -48,6 +50,9 @@ def vqsd(rho, steps: int = 150, lr: float = 0.1, seed: int = 14, weights=None, d
     r, n = mixed.as_density(rho, "vqsd", square_is_matrix=True)
     if r.shape[0] != 1:
         raise ValueError(f"vqsd: give one density matrix, got a batch of {r.shape[0]}")
+    herm_err = float((r - r.conj().transpose(-1, -2)).abs().max())
+    if herm_err > (1e-5 if r.dtype == torch.complex64 else 1e-10) * max(1.0, float(r.abs().max())):
+        raise ValueError(f"vqsd: the matrix is not Hermitian (max |ρ − ρ†| = {herm_err:.3g})")
     N = 2 ** n
     if weights is None:
         weights = torch.arange(1, N + 1, dtype=torch.float64) / (N * (N + 1) / 2)

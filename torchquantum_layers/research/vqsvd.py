@@ -9,6 +9,7 @@ the singular pairs in decreasing order (von Neumann's trace inequality), and
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,7 +63,11 @@ def vqsvd(matrix, rank=None, depth: int = 20, steps: int = 100, lr: float = 0.02
     n = int(round(math.log2(N))) if N > 0 else 0
     if N < 2 or 2 ** n != N:
         raise ValueError(f"vqsvd: matrix size {N} is not a power of two >= 2")
+    if dtype not in (torch.complex64, torch.complex128):
+        raise TypeError(f"vqsvd: dtype must be complex64 or complex128, got {dtype}")
     m = m.to(dtype)
+    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, numbers.Integral)):
+        raise ValueError(f"vqsvd: rank must be an int in [1, {N}], got {rank!r}")
     T = N if rank is None else int(rank)
     if not 1 <= T <= N:
         raise ValueError(f"vqsvd: rank must be in [1, {N}], got {rank!r}")

@@ -21,6 +21,7 @@ with ``basis`` (PySCF needed). :func:`pes_scan` runs a bundled bond-length scan 
 from __future__ import annotations
 
 import logging
+import math
 import time
 import warnings
 from typing import Optional, Sequence, Union
@@ -51,7 +52,11 @@ def _plain_geometry(geometry):
     """Geometry as plain lists (``[[symbol, [x, y, z]], ...]``) or an XYZ string."""
     if geometry is None or isinstance(geometry, str):
         return geometry
-    return [[str(s), [float(v) for v in xyz]] for s, xyz in geometry]
+    try:
+        return [[str(s), [float(v) for v in xyz]] for s, xyz in geometry]
+    except (TypeError, ValueError):
+        raise ValueError(f"VQETask: geometry must be [[symbol, [x, y, z]], ...] (Å) or an XYZ string, got "
+                         f"{geometry!r}") from None
 
 
 class VQETask(SinglePointTask):
@@ -96,7 +101,8 @@ class VQETask(SinglePointTask):
             raise ValueError(f"VQETask: dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
         if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
             raise ValueError(f"VQETask: n_layers must be a positive int, got {n_layers!r}")
-        if lr is not None and not (isinstance(lr, (int, float)) and lr > 0):
+        if lr is not None and (isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr)
+                               or lr <= 0):
             raise ValueError(f"VQETask: lr must be a positive number, got {lr!r}")
         geometry = _plain_geometry(geometry)
         bond_length = None if bond_length is None else float(bond_length)
@@ -134,12 +140,31 @@ class VQETask(SinglePointTask):
             geom = geometry if isinstance(geometry, str) else [(s, tuple(xyz)) for s, xyz in geometry]
             mol = chem.Molecule(geom, basis=basis, charge=charge, multiplicity=multiplicity,
                                 active_electrons=active_electrons, active_orbitals=active_orbitals,
-                                name=molecule if isinstance(molecule, str) and molecule else None)
+                                # the default molecule="H2" is no label for another geometry
+                                name=molecule if isinstance(molecule, str) and molecule and molecule != "H2" else None)
             return chem.molecular_hamiltonian(mol)
         if not isinstance(molecule, str):
             raise ValueError(f"VQETask: molecule must be a bundled name ({', '.join(chem.available())}) or use "
                              f"geometry=..., got {molecule!r}")
-        return chem.load(molecule, bond_length=bond_length)   # ValueError listing the bundled names
+        H, info = chem.load(molecule, bond_length=bond_length)   # ValueError listing the bundled names
+        # a bundled Hamiltonian is fixed (basis, charge, spin, active space): options that would
+        # change the molecule must not be dropped silently; values that agree with it are fine
+        same = {"basis": lambda v: str(v).lower().replace("-", "") == info.basis.lower().replace("-", ""),
+                "charge": lambda v: v == info.charge, "multiplicity": lambda v: v == info.multiplicity,
+                "active_electrons": lambda v: v is None or v == info.n_electrons,
+                "active_orbitals": lambda v: v is None or v == info.n_orbitals
+                or (isinstance(v, (list, tuple)) and tuple(v) == tuple(info.active_orbitals))}
+        given = dict(basis=basis, charge=charge, multiplicity=multiplicity, active_electrons=active_electrons,
+                     active_orbitals=active_orbitals)
+        bad = {k: v for k, v in given.items() if not same[k](v)}
+        if bad:
+            opts = ", ".join(f"{k}={v!r}" for k, v in bad.items())
+            verb = "does" if len(bad) == 1 else "do"
+            raise ValueError(f"VQETask: {opts} {verb} not match the bundled Hamiltonian {molecule!r} ({info.basis}, "
+                             f"charge {info.charge}, multiplicity {info.multiplicity}, {info.n_electrons} electrons in "
+                             f"{info.n_orbitals} active orbitals); bundled: {', '.join(chem.available())}. Give "
+                             f"geometry=... to build the molecule with these options (PySCF needed)")
+        return H, info
 
     def set_weights(self, weights) -> None:
         """Copy angles in (a list, tensor or another task's ``circuit.weights``)."""
@@ -307,6 +332,10 @@ def pes_scan(molecule: str = "H2", bond_lengths: Optional[Sequence[float]] = Non
     available = [r for r, _, _ in chem.load_scan(molecule)]
     if bond_lengths is None:
         bond_lengths = available
+    try:
+        bond_lengths = [float(r) for r in bond_lengths]
+    except (TypeError, ValueError):
+        raise ValueError(f"pes_scan: bond_lengths must be numbers (Å), got {bond_lengths!r}") from None
     for r in bond_lengths:
         if not any(abs(r - a) < 1e-6 for a in available):
             raise ValueError(f"pes_scan: bond length {r} is not in the bundled {molecule} scan "

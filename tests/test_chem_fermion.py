@@ -251,6 +251,22 @@ def test_taper_refuses_non_symmetry():
         F.taper(H, [0], [0])
 
 
+def test_taper_validates_qubits_and_values():
+    """Out-of-range or repeated qubits and values other than 0/1 were silently ignored or applied twice."""
+    H = F.jordan_wigner(FermionOperator("0^ 0") + FermionOperator("1^ 1"), n_modes=3)
+    # oracle: n_0 + n_1 with n_0 fixed to 1 (Z_0 = -1) is 1 + n_1 = 1.5 - 0.5 Z on the remaining qubit 0
+    T = F.taper(H, [0], [1])
+    np.testing.assert_allclose(pauli_dense(T, 2), np.diag([1.0, 1.0, 2.0, 2.0]), atol=1e-12)
+    with pytest.raises(ValueError, match="qubit 7 is not a wire of the 3-qubit"):
+        F.taper(H, [7], [0])
+    with pytest.raises(ValueError, match="qubit -1 is not a wire"):
+        F.taper(H, [-1], [0])
+    with pytest.raises(ValueError, match="distinct"):
+        F.taper(H, [0, 0], [1, 1])
+    with pytest.raises(ValueError, match="value 2 must be 0"):
+        F.taper(H, [0], [2])
+
+
 # ------------------------------------------------------------------------------------------------
 # FermionOperator algebra and errors
 def test_fermion_operator_algebra():
@@ -280,6 +296,9 @@ def test_fermion_to_qubit_errors():
         F.jordan_wigner(FermionOperator("3^"), n_modes=2)
     with pytest.raises(TypeError):
         F.jordan_wigner("0^ 1")
+    for bad in (3.5, "3"):                        # a float was truncated, a string failed inside a comparison
+        with pytest.raises(TypeError, match="n_modes must be an int"):
+            F.jordan_wigner(FermionOperator("0^ 1"), n_modes=bad)
     assert len(F.fermion_to_qubit(FermionOperator("0^ 1"), "jw")) == 4          # alias
 
 

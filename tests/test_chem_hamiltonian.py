@@ -300,6 +300,9 @@ def test_geometry_formats():
     assert Molecule("Li 0 0 0; H 0 0 1.6").name == "LiH"
     with pytest.raises(ValueError, match="XYZ header says 3"):
         Molecule("3\ncomment\nH 0 0 0\nH 0 0 0.74\n")
+    # a file read with a leading blank line: the comment is still the line after the count
+    m = Molecule("\n2\nhydrogen molecule\nH 0 0 0\nH 0 0 0.74\n")
+    assert m.symbols == ["H", "H"] and m.coordinates[1, 2] == pytest.approx(0.74)
 
 
 def test_active_space_errors():
@@ -319,6 +322,16 @@ def test_active_space_errors():
         Molecule(LIH, active_electrons=2, active_orbitals=[0, 1])       # core would be orbital 2 (virtual)
     m = Molecule(LIH, active_electrons=2, active_orbitals=3)
     assert m.n_qubits == 6 and m.orbital_indices() == ((0,), (1, 2, 3)) and "active" in repr(m)
+
+
+def test_active_list_may_not_drop_an_occupied_orbital():
+    """LiH (orbitals 0, 1 occupied) with all 4 electrons on orbitals [0, 3, 4]: orbital 1 would be neither
+    frozen nor active, so the "HF" bits would be a determinant ~0.67 Ha above the HF energy reported."""
+    with pytest.raises(ValueError, match=r"orbital\(s\) \[1\] occupied in the Hartree–Fock reference"):
+        Molecule(LIH, active_electrons=4, active_orbitals=[0, 3, 4])
+    with pytest.raises(ValueError, match=r"orbital\(s\) \[1\]"):
+        Molecule(LIH, active_electrons=2, active_orbitals=[2, 3])         # core (0,), orbital 1 dropped
+    assert Molecule(LIH, active_electrons=2, active_orbitals=[1, 3]).orbital_indices() == ((0,), (1, 3))
 
 
 def test_too_large_for_memory_fails_before_pyscf(monkeypatch):

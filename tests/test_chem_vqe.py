@@ -226,6 +226,24 @@ def test_vqe_errors():
         tql.optim.make_optimizer("qng", chem.uccsd(4, 2).parameters())
 
 
+def test_vqe_refuses_a_batch_of_input_states():
+    """A (2, 16) state used to fail in backward() ("grad can be implicitly created only for scalar outputs")."""
+    H, info = chem.load("H2")
+    batch = torch.zeros(2, 16, dtype=torch.complex128)
+    batch[0, 0b1100] = batch[1, 0b0011] = 1
+    with pytest.raises(ValueError, match=r"one input state.*\(2, 16\).*ssvqe"):
+        chem.vqe(H, chem.uccsd(4, 2, hf=False, dtype=torch.complex128), steps=1, state=batch)
+    r = chem.vqe(H, chem.uccsd(4, 2, hf=False, dtype=torch.complex128), steps=0, state=batch[1])
+    assert r.energy == pytest.approx(float(np.real(H.to_dense().numpy()[3, 3])), abs=1e-12)   # <0011|H|0011>
+
+
+def test_excitation_wires_must_be_ints_and_hartree_fock_needs_an_argument():
+    with pytest.raises(ValueError, match="int wires"):
+        chem.uccsd(4, 2, singles=[[0.5, 2]], doubles=[])              # was truncated to wire 0
+    with pytest.raises(ValueError, match="neither"):
+        chem.hartree_fock(4)
+
+
 def test_vqe_lih_12_qubits_uccsd():
     H, info = chem.load("LiH")
     c = chem.uccsd(info.n_qubits, info.n_electrons, dtype=torch.complex128)
@@ -270,6 +288,26 @@ def test_ssvqe_inputs_and_errors():
         chem.ssvqe(H, c, k=2, states=[1, 1])
     with pytest.raises(ValueError, match="k must be"):
         chem.ssvqe(H, c, k=5)
+
+
+def test_ssvqe_input_tensor_must_be_orthonormal():
+    """Unnormalised rows gave "energies" far below the spectrum (here < -7 Ha for H2, ground -1.137)."""
+    H, info = chem.load("H2")
+    c = chem.uccsd(4, 2, hf=False, dtype=torch.complex128)
+    with pytest.raises(ValueError, match="orthonormal"):
+        chem.ssvqe(H, c, k=2, states=torch.ones(2, 16, dtype=torch.complex128), steps=0)
+    overlapping = torch.zeros(2, 16, dtype=torch.complex128)       # unit rows with overlap 1/sqrt(2)
+    overlapping[0, 3], overlapping[0, 12] = 2 ** -0.5, -1j * 2 ** -0.5
+    overlapping[1, 3] = 1
+    with pytest.raises(ValueError, match="orthonormal"):
+        chem.ssvqe(H, c, k=2, states=overlapping, steps=0)
+    # an orthonormal, non-basis pair is accepted; at zero angles the circuit is the identity
+    good = torch.zeros(2, 16, dtype=torch.complex128)
+    good[0, 3], good[0, 12], good[1, 3], good[1, 12] = 0.6, 0.8j, 0.8, -0.6j
+    r = chem.ssvqe(H, c, k=2, states=good, steps=0)
+    dense = H.to_dense().numpy()
+    ref = [float(np.real(v.conj() @ dense @ v)) for v in good.numpy()]
+    np.testing.assert_allclose(r.energies.numpy(), ref, atol=1e-12)
 
 
 # ------------------------------------------------------------------------------------------------

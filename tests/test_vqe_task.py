@@ -142,6 +142,41 @@ def test_bad_inputs():
         VQETask("H2", bond_length=0.123)
     with pytest.raises(ValueError, match=r"bond length 0.123 is not in the bundled H2 scan"):
         pes_scan("H2", bond_lengths=[0.123])
+    for geometry in ([("H",)], [("H", 0), ("H", 1)]):                # was an unpacking / iteration error
+        with pytest.raises(ValueError, match=r"geometry must be \[\[symbol, \[x, y, z\]\]"):
+            VQETask(geometry=geometry)
+    for lr in (True, float("inf")):
+        with pytest.raises(ValueError, match="lr must be a positive number"):
+            VQETask("H2", lr=lr)
+
+
+@pytest.mark.parametrize("kwargs", [dict(charge=1), dict(multiplicity=3), dict(basis="6-31g"),
+                                    dict(active_electrons=2, active_orbitals=3)])
+def test_options_that_change_a_bundled_molecule_are_not_ignored(kwargs):
+    """They were dropped silently: VQETask("LiH", active_electrons=2, active_orbitals=3) ran 12 qubits."""
+    name = "LiH" if "active_electrons" in kwargs else "H2"
+    with pytest.raises(ValueError, match=f"{next(iter(kwargs))}=.* not match the bundled Hamiltonian '{name}'"):
+        VQETask(name, **kwargs)
+
+
+def test_options_that_agree_with_a_bundled_molecule_are_accepted():
+    task = VQETask("LiH_active", basis="STO-3G", active_electrons=2, active_orbitals=[1, 2, 3])
+    assert task.info.n_qubits == 6 and task.circuit.n_wires == 6
+
+
+def test_geometry_task_is_named_after_its_molecule():
+    """The default molecule="H2" used to label every geometry (a LiH run reported as "H2")."""
+    pytest.importorskip("pyscf")
+    from pyscf import gto, mcscf, scf
+    geom = "Li 0 0 0; H 0 0 1.6"
+    task = VQETask(geometry=geom, active_electrons=2, active_orbitals=2)
+    assert task.info.name == "LiH" and task.info.n_qubits == 4
+    mf = scf.RHF(gto.M(atom=geom, basis="sto-3g", verbose=0)).run(conv_tol=1e-11)
+    mc = mcscf.CASCI(mf, 2, 2)
+    mc.verbose = 0
+    assert task.fci_energy == pytest.approx(mc.kernel()[0], abs=1e-8)          # PySCF CASCI oracle
+    assert VQETask("lithium hydride", geometry=geom, active_electrons=2, active_orbitals=2).info.name == \
+        "lithium hydride"
 
 
 def test_validate_test_and_predict_evaluate_the_angles(tmp_path):

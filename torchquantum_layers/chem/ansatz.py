@@ -67,7 +67,8 @@ def hartree_fock(circuit: CircuitLike, n_electrons: Optional[int] = None, state:
     what = "hartree_fock"
     c = _circuit(circuit, what, dtype)
     if (state is None) == (n_electrons is None):
-        raise ValueError(f"{what}: give n_electrons or state (the bits), not both")
+        raise ValueError(f"{what}: give n_electrons or state (the bits), "
+                         f"{'neither was given' if state is None else 'not both'}")
     bits = hf_state(n_electrons, c.n_wires) if state is None else _bits(state, c.n_wires, what)
     for w, b in enumerate(bits):
         if b:
@@ -106,6 +107,8 @@ def excitations(n_electrons: int, n_qubits: int, delta_sz: float = 0, occupied: 
 
 
 def _check_excitation(ex, k, n, what):
+    if any(isinstance(w, bool) or not isinstance(w, numbers.Integral) for w in ex):
+        raise ValueError(f"{what}: excitation {list(ex)} must be {k} distinct int wires in 0..{n - 1}")
     wires = tuple(int(w) for w in ex)
     if len(wires) != k or len(set(wires)) != k or min(wires) < 0 or max(wires) >= n:
         raise ValueError(f"{what}: excitation {list(ex)} must be {k} distinct wires in 0..{n - 1}")

@@ -432,6 +432,8 @@ def fermion_to_qubit(op: FermionOperator, mapping: str = "jordan_wigner", n_mode
     need = op.n_modes
     if n_modes is None:
         n_modes = max(need, 1)
+    if isinstance(n_modes, bool) or not isinstance(n_modes, numbers.Integral):
+        raise TypeError(f"fermion_to_qubit: n_modes must be an int, got {n_modes!r}")
     if n_modes < need:
         raise ValueError(f"fermion_to_qubit: the operator acts on mode {need - 1} but n_modes={n_modes}")
     by_len: dict = {}
@@ -481,11 +483,19 @@ def taper(H, qubits, values):
     term has X or Y on a tapered qubit (the qubit is not a Z symmetry of H).
     """
     from ..observables import Hamiltonian, PauliString
-    qubits = [int(q) for q in qubits]
-    values = [int(v) for v in values]
+    qubits, values = list(qubits), list(values)
     if len(qubits) != len(values):
         raise ValueError("taper: give one value per tapered qubit")
     n = H.n_wires
+    for q in qubits:
+        if isinstance(q, bool) or not isinstance(q, numbers.Integral) or not 0 <= q < n:
+            raise ValueError(f"taper: qubit {q!r} is not a wire of the {n}-qubit Hamiltonian (0..{n - 1})")
+    if len(set(int(q) for q in qubits)) != len(qubits):
+        raise ValueError(f"taper: tapered qubits {qubits} must be distinct")
+    for v in values:
+        if isinstance(v, bool) or v not in (0, 1):
+            raise ValueError(f"taper: value {v!r} must be 0 (Z = +1) or 1 (Z = -1)")
+    qubits, values = [int(q) for q in qubits], [int(v) for v in values]
     keep = [w for w in range(n) if w not in qubits]
     acc: dict = {}
     for c, p in H.terms:

@@ -45,7 +45,7 @@ def _parse_geometry(geometry) -> list:
         lines = [ln for ln in lines if ln]
         if lines and lines[0].isdigit():                 # XYZ file: count, comment, atoms
             count = int(lines[0])
-            raw = geometry.splitlines()
+            raw = geometry.strip().splitlines()          # blank lines before the count line are no comment
             body = [ln.strip() for ln in raw[2:] if ln.strip()]
             if len(body) != count:
                 raise ValueError(f"Molecule: the XYZ header says {count} atoms but {len(body)} atom lines follow")
@@ -280,6 +280,14 @@ class Molecule:
         if any(i >= self.n_beta for i in core):
             raise ValueError(f"Molecule {label}: with active orbitals {idx} the frozen core would include orbital "
                              f"{max(core)}, which is not doubly occupied in the reference")
+        # every orbital occupied in the reference must be frozen or active, or the active-space
+        # "Hartree–Fock" determinant (hf_state, hf_energy) would not be the Hartree–Fock state
+        dropped = [i for i in range(self.n_alpha) if i not in idx and i not in core]
+        if dropped:
+            raise ValueError(f"Molecule {label}: with active orbitals {idx} and {active_electrons} active electrons, "
+                             f"orbital(s) {dropped} occupied in the Hartree–Fock reference are neither in the frozen "
+                             f"core {tuple(core)} nor active; add them to active_orbitals or freeze them "
+                             f"(fewer active_electrons)")
         self._check_fit(len(idx), total, label)
 
     def _check_fit(self, k, total, label):

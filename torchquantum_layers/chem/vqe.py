@@ -113,6 +113,9 @@ def vqe(H, circuit: Circuit, steps: int = 100, optimizer="adam", lr: Optional[fl
     if circuit.num_parameters == 0:
         raise ValueError("vqe: the circuit has no trainable angles")
 
+    if isinstance(state, torch.Tensor) and state.dim() == 2 and state.shape[0] != 1:
+        raise ValueError(f"vqe: state must be one input state (shape (1, 2**n) or (2**n,)), got a batch of shape "
+                         f"{tuple(state.shape)}; to target several states at once use tql.chem.ssvqe")
     if shots is not None and diff_method != "parameter-shift" and not _gradient_free(optimizer):
         raise ValueError(f"vqe: with shots the energy estimate has no {diff_method!r} gradient; use "
                          f"diff_method='parameter-shift' or optimizer='spsa'")
@@ -134,7 +137,14 @@ def _basis_states(states, k, n, dtype, device):
     elif isinstance(states, torch.Tensor) and states.dim() == 2 and states.shape[1] == 2 ** n:
         if states.shape[0] != k:
             raise ValueError(f"ssvqe: {states.shape[0]} input states for k={k}")
-        return states.to(dtype=dtype, device=device)
+        out = states.to(dtype=dtype, device=device)
+        gram = (out.conj() @ out.T).to(torch.complex128)
+        tol = 1e-5 if dtype == torch.complex64 else 1e-10
+        dev = float((gram - torch.eye(k, dtype=gram.dtype, device=gram.device)).abs().max())
+        if not dev <= tol:
+            raise ValueError(f"ssvqe: the {k} input states must be orthonormal (rows of a (k, 2**n) tensor); "
+                             f"their overlaps deviate from the identity by {dev:.3g}")
+        return out
     else:
         vals = []
         for s in states:

@@ -153,15 +153,17 @@ def _plain(value):
 
 
 def _plain_graph(graph, n_nodes):
-    """A graph argument as a name or an edge list of plain numbers."""
+    """``(graph, n_nodes)``: a graph argument as a name or an edge list of plain numbers, and the
+    node count (that of a networkx graph or :class:`~torchquantum_layers.optimization.Graph`, whose
+    isolated nodes an edge list alone would lose)."""
     if graph is None or isinstance(graph, str):
-        return graph
+        return graph, n_nodes
     if isinstance(graph, (list, tuple)):
-        return _plain(graph)
+        return _plain(graph), _plain(n_nodes)
     # networkx graphs, dicts, tensors and arrays: read (and check the labels of) the edges once here;
     # the problem builder checks the weights with its own rules
     g = opt.as_graph(graph, n_nodes, what="QAOATask: graph", allow_negative=True)
-    return [[u, v, w] for u, v, w in g.edge_list()]
+    return [[u, v, w] for u, v, w in g.edge_list()], int(g.n_nodes)
 
 
 def _positive_int(value, name):
@@ -182,8 +184,8 @@ class QAOABest:
     optimum_probability: Optional[float]
     top_bitstrings: list             # most probable bitstrings, wire 0 first
     top_probabilities: list
-    solution: object                 # problem.decode(top_bitstrings[0])
-    objective: float                 # natural objective of that bitstring (cut weight, tour length, ...)
+    solution: object                 # problem.decode(top_bitstrings[0]) (repaired when infeasible)
+    objective: float                 # natural objective of that solution (cut weight, tour length, ...)
 
 
 class QAOATask(SinglePointTask):
@@ -277,7 +279,7 @@ class QAOATask(SinglePointTask):
             raise TypeError(f"{what}: grow must be a bool, got {grow!r}")
         if isinstance(seed, bool) or not isinstance(seed, Integral):
             raise TypeError(f"{what}: seed must be an int, got {seed!r}")
-        graph = _plain_graph(graph, n_nodes)
+        graph, n_nodes = _plain_graph(graph, n_nodes)
         node_weights, numbers, distances = _plain(node_weights), _plain(numbers), _plain(distances)
         expected_returns, covariance = _plain(expected_returns), _plain(covariance)
         Q, h, J = _plain(Q), _plain(h), _plain(J)
@@ -510,11 +512,16 @@ class QAOATask(SinglePointTask):
         res = self.qaoas[str(d)].analyse(angles, k=self.hparams.top_k)
         bits = list(res.top_bitstrings)
         top = bits[0]
+        solution = self.problem.decode(top)
+        # the objective of the solution reported (an infeasible top bitstring is repaired by decode,
+        # and the objective of the raw bitstring, e.g. the weight of a non-independent set, is not
+        # that of any solution)
+        objective = float(self.problem.objective(self.problem.encode(solution)))
         return QAOABest(depth=d, angles=angles.cpu(), expected_cost=cost,
                         approximation_ratio=None if res.approximation_ratio is None else float(res.approximation_ratio),
                         optimum_probability=None if res.optimum_probability is None else float(res.optimum_probability),
                         top_bitstrings=bits, top_probabilities=[float(x) for x in res.top_probabilities],
-                        solution=self.problem.decode(top), objective=float(self.problem.objective(top)))
+                        solution=solution, objective=objective)
 
     def evaluation(self) -> dict:
         """The best start at the current angles: ``expected_cost``, ``expected_objective`` and,

@@ -406,3 +406,26 @@ def test_too_large_for_brute_force_names_the_size_and_the_rest_works():
     big = opt.maxcut([(0, 1), (30, 31)], n_nodes=32)
     with pytest.raises(ValueError, match="limit is 30 qubits"):
         big.diagonal
+
+
+def test_bipartition_encode_takes_a_tuple_of_nodes_as_side_one():
+    # side 1 = {1, 3} of 4 nodes is the bitstring 0101 (wire 0 first): index 5, by hand
+    for pr in (opt.maxcut(PADDLE), opt.number_partitioning([1, 2, 3, 4])):
+        want = index([0, 1, 0, 1])
+        assert pr.encode((1, 3)) == pr.encode([1, 3]) == pr.encode({1, 3}) == want   # (1, 3) used to crash
+        assert pr.encode(([0, 2], [1, 3])) == pr.encode(pr.decode("0101")) == want
+        assert pr.encode(()) == 0
+        with pytest.raises(TypeError, match=r"encode: expected the nodes of side 1 .* got 3"):
+            pr.encode(3)
+
+
+def test_named_graph_builders_check_their_size():
+    assert opt.complete_graph(3) == [(0, 1), (0, 2), (1, 2)] and len(opt.cycle_graph(4)) == 4
+    with pytest.raises(TypeError, match="cycle_graph: n_nodes must be an int, got 3.0"):
+        opt.cycle_graph(3.0)
+    with pytest.raises(ValueError, match="cycle_graph: a cycle needs at least 3 nodes, got 2"):
+        opt.cycle_graph(2)
+    with pytest.raises(ValueError, match="complete_graph: the graph needs at least 1 nodes, got -1"):
+        opt.complete_graph(-1)
+    with pytest.raises(TypeError, match="complete_graph: n_nodes must be an int"):
+        opt.complete_graph("4")

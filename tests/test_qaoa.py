@@ -577,3 +577,70 @@ def test_mixer_kernel_argument():
         opt.qaoa(opt.maxcut(PADDLE), 1, mixer_kernel="fast")
     # other mixers ignore it (they run the generic gate steps)
     assert opt.qaoa(opt.graph_colouring([(0, 1)], 2), 1, mixer="xy", mixer_kernel="complex").mixer_kernel == "complex"
+
+
+def test_multistart_best_over_several_graphs_with_shared_angles():
+    # angles (S, 2p) shared by G = 2 graphs: costs are (G, S) and the best start may be on graph 1
+    # (it used to index the S angle rows with the flat G·S position: IndexError)
+    g0, g1 = [(0, 1), (1, 2)], [(0, 1, 3.0), (1, 2, 3.0), (0, 2, 3.0)]
+    model = opt.MultiStartQAOA(opt.qaoa([opt.maxcut(g0), opt.maxcut(g1)], 1, dtype=torch.complex128),
+                               n_starts=3, generator=torch.Generator().manual_seed(0))
+    costs = [[-cut_of(probs, edges) for probs in
+              (np.abs(dense_qaoa(weighted_maxcut_costs(3, edges), [a[0]], [a[1]])) ** 2
+               for a in model.angles.detach().tolist())] for edges in (g0, g1)]
+    g, s = np.unravel_index(int(np.argmin(costs)), (2, 3))
+    assert g == 1                                          # the case that used to fail
+    angles, cost = model.best()
+    assert torch.equal(angles, model.angles.detach()[s])
+    assert cost == pytest.approx(costs[g][s], abs=1e-10)
+
+
+def weighted_maxcut_costs(n, edges):
+    out = np.zeros(2 ** n)
+    for bits in itertools.product([0, 1], repeat=n):
+        out[int("".join(map(str, bits)), 2)] = -sum((e[2] if len(e) == 3 else 1.0) for e in edges
+                                                    if bits[e[0]] != bits[e[1]])
+    return out
+
+
+def cut_of(probs, edges):
+    n = int(round(math.log2(probs.size)))
+    return float(probs @ -weighted_maxcut_costs(n, edges))
+
+
+def test_second_derivatives_match_finite_differences_for_both_diff_methods():
+    # the adjoint's in-place sweep carries no graph: with create_graph it used to give zero second
+    # derivatives (a zero Hessian from torch.autograd.functional.hessian), silently
+    edges = [(0, 1), (1, 2), (2, 3)]
+    pr = opt.maxcut(edges)
+    costs = maxcut_costs(4, edges)
+
+    def energy(x):                                          # the dense oracle, p = 2
+        psi = dense_qaoa(costs, x[:2], x[2:])
+        return float(np.abs(psi) ** 2 @ costs)
+    x0 = np.array([0.3, -0.2, 0.4, 0.7])
+    h = 1e-4
+    E = np.eye(4)
+    fd2 = [[(energy(x0 + h * ei + h * ej) - energy(x0 + h * ei - h * ej) - energy(x0 - h * ei + h * ej)
+             + energy(x0 - h * ei - h * ej)) / (4 * h * h) for ej in E] for ei in E]
+    fd1 = [(energy(x0 + 1e-6 * e) - energy(x0 - 1e-6 * e)) / 2e-6 for e in E]
+    for method in ("adjoint", "backprop"):
+        m = opt.qaoa(pr, 2, dtype=torch.complex128, diff_method=method)
+        a = torch.tensor(x0, requires_grad=True)
+        H = torch.autograd.functional.hessian(lambda x: m(x), a)
+        np.testing.assert_allclose(H.numpy(), fd2, atol=1e-5)
+        (g,) = torch.autograd.grad(m(a), a, create_graph=True)
+        np.testing.assert_allclose(g.detach().numpy(), fd1, atol=1e-8)
+        (g2,) = torch.autograd.grad(g[0], a)                  # double backward: row 0 of the Hessian
+        np.testing.assert_allclose(g2.numpy(), fd2[0], atol=1e-5)
+
+
+def test_angle_helpers_check_n_starts():
+    for fn in (lambda n: opt.random_angles(2, n), lambda n: opt.perturb(opt.linear_ramp(2), n)):
+        with pytest.raises(ValueError, match="n_starts must be >= 1, got 0"):
+            fn(0)
+        with pytest.raises(ValueError, match="n_starts must be >= 1, got -1"):
+            fn(-1)
+        with pytest.raises(TypeError, match="n_starts must be an int, got 2.5"):
+            fn(2.5)
+    assert opt.random_angles(2, 3).shape == (3, 4) and opt.perturb(opt.linear_ramp(2), 3).shape == (3, 4)

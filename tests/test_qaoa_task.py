@@ -309,3 +309,42 @@ def test_validate_test_and_predict_evaluate_the_angles():
         assert metrics[prefix + "expected_objective"] == pytest.approx(expected_cut, abs=1e-9)
         assert metrics[prefix + "best_ratio"] == pytest.approx(expected_cut / 4, abs=1e-9)
         assert metrics[prefix + "optimum_probability"] == pytest.approx(optimum, abs=1e-9)
+
+
+def test_networkx_and_graph_inputs_keep_isolated_nodes():
+    # the path 0-1-2 plus the isolated node 3: the maximum independent set {0, 2, 3} has size 3
+    # (brute force); the task used to rebuild the graph from its edges alone and drop node 3
+    edges = [(0, 1), (1, 2)]
+    best = max(sum(b) for b in all_bits(4) if all(not (b[u] and b[v]) for u, v in edges))
+    assert best == 3
+    nx = pytest.importorskip("networkx")
+    g = nx.Graph()
+    g.add_nodes_from(range(4))
+    g.add_edges_from(edges)
+    from torchquantum_layers import optimization as opt
+    for graph in (g, opt.as_graph(edges, n_nodes=4)):
+        task = QAOATask(problem="mis", graph=graph, p=1, n_starts=1)
+        assert task.n_qubits == 4 and task.exact.objective == best
+        assert task.hparams.n_nodes == 4
+        # the saved hyperparameters rebuild the same problem (a checkpoint)
+        again = QAOATask(**dict(task.hparams))
+        assert again.n_qubits == 4 and again.exact.objective == best
+
+
+def test_best_objective_is_that_of_the_reported_solution():
+    # at these angles the most probable bitstring is infeasible (all nodes chosen for MIS, none for
+    # vertex cover), so decode repairs it: the reported objective must be the repaired solution's
+    # (checked by counting its nodes), not the raw bitstring's (5 for MIS, more than the optimum 2)
+    c5 = named_graph("cycle:5")
+    for problem in ("mis", "vertex_cover"):
+        task = QAOATask(problem=problem, graph="cycle:5", p=1, n_starts=1, init_angles=[0.3, 0.05],
+                        dtype="complex128")
+        b = task.best
+        top = [int(ch) for ch in b.top_bitstrings[0]]
+        if problem == "mis":
+            assert any(top[u] and top[v] for u, v in c5)                      # infeasible top
+            assert all(not (u in b.solution and v in b.solution) for u, v in c5)
+        else:
+            assert any(not (top[u] or top[v]) for u, v in c5)
+            assert all(u in b.solution or v in b.solution for u, v in c5)
+        assert b.objective == len(b.solution)                               # unit node weights

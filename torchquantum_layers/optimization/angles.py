@@ -30,6 +30,14 @@ def _check_p(p, what) -> int:
     return int(p)
 
 
+def _check_starts(n_starts, what) -> int:
+    if isinstance(n_starts, bool) or not isinstance(n_starts, numbers.Integral):
+        raise TypeError(f"{what}: n_starts must be an int, got {n_starts!r}")
+    if n_starts < 1:
+        raise ValueError(f"{what}: n_starts must be >= 1, got {n_starts}")
+    return int(n_starts)
+
+
 def linear_ramp(p: int, delta: float = 0.75, dtype=torch.float64) -> torch.Tensor:
     """Linear-ramp ("TQA") initial angles ``(2p,)`` in this module's convention.
 
@@ -94,6 +102,7 @@ def random_angles(p: int, n_starts: int, generator: Optional[torch.Generator] = 
                   dtype=torch.float64) -> torch.Tensor:
     """``(n_starts, 2p)`` angles uniform in the given ranges (seeded by ``generator``)."""
     p = _check_p(p, "random_angles")
+    n_starts = _check_starts(n_starts, "random_angles")
     u = torch.rand(n_starts, 2 * p, generator=generator, dtype=torch.float64)
     lo = torch.tensor([gamma_range[0]] * p + [beta_range[0]] * p, dtype=torch.float64)
     hi = torch.tensor([gamma_range[1]] * p + [beta_range[1]] * p, dtype=torch.float64)
@@ -104,6 +113,7 @@ def perturb(angles: torch.Tensor, n_starts: int, scale: float = 0.1,
             generator: Optional[torch.Generator] = None, keep_first: bool = True) -> torch.Tensor:
     """``n_starts`` copies of ``angles (2p,)`` with Gaussian noise of std ``scale`` (row 0 exact when
     ``keep_first``): a multi-start batch around a good initial point."""
+    n_starts = _check_starts(n_starts, "perturb")
     a = torch.as_tensor(angles, dtype=torch.float64)
     noise = torch.randn(n_starts, a.shape[-1], generator=generator, dtype=torch.float64) * scale
     if keep_first:

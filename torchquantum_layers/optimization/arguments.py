@@ -102,6 +102,13 @@ def _bipartition_codec(n, what):
         return ([i for i, b in enumerate(bits) if not b], _sorted_nodes(bits))
 
     def encode(sol):
-        side1 = sol[1] if isinstance(sol, tuple) and len(sol) == 2 else sol
+        # the pair (side 0, side 1) that decode returns; a tuple of two node labels, e.g. (1, 3),
+        # is side 1 alone
+        pair = (isinstance(sol, tuple) and len(sol) == 2
+                and all(not isinstance(s, (numbers.Integral, str, bytes)) for s in sol))
+        side1 = sol[1] if pair else sol
+        if isinstance(side1, (numbers.Integral, str, bytes)):
+            raise TypeError(f"{what}.encode: expected the nodes of side 1 (a list) or the pair "
+                            f"(side 0, side 1), got {sol!r}")
         return _bits_from_nodes(side1, n, what)
     return decode, encode

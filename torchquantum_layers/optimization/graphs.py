@@ -253,13 +253,22 @@ def random_regular_graph(degree: int, n_nodes: int, seed: Optional[int] = None,
     raise RuntimeError(f"random_regular_graph: failed to draw a {degree}-regular graph on {n_nodes} nodes")
 
 
+def _check_nodes(n_nodes, what: str, least: int) -> int:
+    if isinstance(n_nodes, bool) or not isinstance(n_nodes, numbers.Integral):
+        raise TypeError(f"{what}: n_nodes must be an int, got {n_nodes!r}")
+    if n_nodes < least:
+        raise ValueError(f"{what}: {'a cycle' if least == 3 else 'the graph'} needs at least {least} "
+                         f"nodes, got {n_nodes}")
+    return int(n_nodes)
+
+
 def complete_graph(n_nodes: int) -> list:
     """Edges of the complete graph K_n."""
+    n_nodes = _check_nodes(n_nodes, "complete_graph", 1)
     return [(i, j) for i in range(n_nodes) for j in range(i + 1, n_nodes)]
 
 
 def cycle_graph(n_nodes: int) -> list:
     """Edges of the cycle C_n (n >= 3)."""
-    if n_nodes < 3:
-        raise ValueError(f"cycle_graph: a cycle needs at least 3 nodes, got {n_nodes}")
+    n_nodes = _check_nodes(n_nodes, "cycle_graph", 3)
     return [(i, (i + 1) % n_nodes) if i < (i + 1) % n_nodes else ((i + 1) % n_nodes, i) for i in range(n_nodes)]

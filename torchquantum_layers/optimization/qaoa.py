@@ -30,7 +30,8 @@ Differentiation (``diff_method``):
 * ``"adjoint"`` (default): a ``torch.autograd.Function`` that runs the layers in place on
   preallocated buffers and in ``backward`` runs the circuit in reverse once, un-computing the state
   and carrying one bra (both in one stacked buffer); its memory does not grow with p.
-  ``loss.backward()`` works as usual; gradients match backprop. With the X mixer it works in the
+  ``loss.backward()`` works as usual; gradients match backprop. With ``create_graph=True``
+  (Hessians, double backward) its backward differentiates the out-of-place replay instead. With the X mixer it works in the
   frame φ = S^{⊗n} ψ (S = diag(1, i) commutes with the cost and turns RX into the real RY), so the
   mixer is a few batched REAL GEMMs over blocks of wires of the (re, im) planes
   (``mixer_kernel="real"``; ``"complex"`` keeps the former complex-GEMM route).
@@ -640,11 +641,14 @@ class MultiStartQAOA(nn.Module):
         return self.qaoa(self.angles)
 
     def best(self):
-        """``(angles (2p,), expected cost)`` of the start with the lowest expected cost."""
+        """``(angles (2p,), expected cost)`` of the start with the lowest expected cost (over all
+        problems of a batch: angles shared by the G problems are the row of that start)."""
         with torch.no_grad():
             c = self.qaoa(self.angles)
             j = int(torch.argmin(c.reshape(-1)))
-            return self.angles.detach().reshape(-1, self.angles.shape[-1])[j].clone(), float(c.reshape(-1)[j])
+            rows = self.angles.detach().reshape(-1, self.angles.shape[-1])
+            # costs are (G, S) for angles (S, 2p) shared by G problems: start j % S
+            return rows[j % rows.shape[0]].clone(), float(c.reshape(-1)[j])
 
     def analyse(self, **kwargs) -> QAOAResult:
         return self.qaoa.analyse(self.angles.detach(), **kwargs)

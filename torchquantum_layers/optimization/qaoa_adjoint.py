@@ -460,6 +460,18 @@ class _AdjointQAOA(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         gam, bet = ctx.saved_tensors
+        if torch.is_grad_enabled():
+            # create_graph (Hessians, double backward): differentiate the out-of-place replay, so the
+            # gradients carry a graph (the in-place sweep's would not: zero second derivatives)
+            needs = ctx.needs_input_grad[:2]
+            with torch.enable_grad():
+                model = ctx.model
+                psi = model._run_backprop(gam, bet)
+                out = psi if ctx.want_state else model._energy(psi)
+                ins = [t for t, need in zip((gam, bet), needs) if need]
+                grads = iter(torch.autograd.grad(out, ins, grad_out, create_graph=True, allow_unused=True))
+            dg, db = (next(grads) if need else None for need in needs)
+            return dg, db, None, None
         with torch.no_grad(), _threads(ctx.model._threads_for(gam.shape[0])):
             dg, db = ctx.model._backward(gam.detach(), bet.detach(), ctx.psi, grad_out, ctx.want_state)
         return dg.to(gam.dtype), db.to(bet.dtype), None, None

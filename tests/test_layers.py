@@ -151,6 +151,69 @@ def test_encodings_match_hand_written_circuits(dtype, atol):
     np.testing.assert_allclose(layer(torch.tensor(x)).detach().numpy(), expected, atol=10 * atol)
 
 
+def test_reupload_keeps_per_layer_ansatz_options():
+    """ranges (one per layer) and an explicit final_rotations reach the re-uploading layers: ranges
+    was passed whole to each one-layer block (a ValueError), final_rotations=True was dropped."""
+    rng = np.random.default_rng(5)
+    B, dt = 2, torch.complex128
+    zero = np.tile(np.eye(8)[0].astype(complex), (B, 1))
+    x = rng.uniform(-2, 2, (B, 3))
+    layer = QuantumLayer.from_template(3, 2, encoding="reupload", ansatz="strongly_entangling", dtype=dt,
+                                       ansatz_kwargs={"ranges": [2, 1]})
+    w = rng.uniform(-3, 3, 18)
+    set_weights(layer, w)
+    ops = []
+    for l, r in enumerate([2, 1]):
+        ops += [("RY", q, (x[:, q],)) for q in range(3)]
+        ops += [("ROT", q, tuple(w[9 * l + 3 * q: 9 * l + 3 * q + 3])) for q in range(3)]
+        ops += [("CNOT", (q, (q + r) % 3), ()) for q in range(3)]
+    expected = np_expvals(oracle.run_ops(ops, 3, zero), z_labels(3), 3)
+    np.testing.assert_allclose(layer(torch.tensor(x)).detach().numpy(), expected, atol=1e-10)
+    with pytest.raises(ValueError, match=r"ranges'\] has 1 entries for 2 layers"):
+        QuantumLayer.from_template(3, 2, encoding="reupload", ansatz="strongly_entangling",
+                                   ansatz_kwargs={"ranges": [1]})
+
+    layer = QuantumLayer.from_template(3, 2, encoding="reupload", dtype=dt,
+                                       ansatz_kwargs={"final_rotations": True})
+    w = rng.uniform(-3, 3, 9)
+    set_weights(layer, w)
+    ops = []
+    for l in range(2):
+        ops += [("RY", q, (x[:, q],)) for q in range(3)]
+        ops += [("RY", q, (w[3 * l + q],)) for q in range(3)] + [("CNOT", (0, 1), ()), ("CNOT", (1, 2), ())]
+    ops += [("RY", q, (w[6 + q],)) for q in range(3)]
+    expected = np_expvals(oracle.run_ops(ops, 3, zero), z_labels(3), 3)
+    np.testing.assert_allclose(layer(torch.tensor(x)).detach().numpy(), expected, atol=1e-10)
+
+
+def test_an_input_map_without_in_features_reads_its_own_width():
+    """nn.Sequential(Linear(5, 3), Tanh()) before a 3-input circuit: x was checked against the
+    circuit's 3 columns before the map ran, so no input could pass."""
+    torch.manual_seed(0)
+    circuit = tql.templates.angle_encoding(tql.Circuit(3, dtype=torch.complex128))
+    pre = nn.Sequential(nn.Linear(5, 3), nn.Tanh()).double()
+    layer = QuantumLayer(circuit, ["Z0", "Z1", "Z2"], input_map=pre)
+    assert layer.n_inputs == 5
+    x = torch.rand(4, 5, dtype=torch.float64)
+    feats = np.tanh(x.numpy() @ pre[0].weight.detach().numpy().T + pre[0].bias.detach().numpy())
+    # RY(f_w)|0> on each wire: <Z_w> = cos f_w
+    np.testing.assert_allclose(layer(x).detach().numpy(), np.cos(feats), atol=1e-12)
+    with pytest.raises(ValueError, match="the input_map reads 5 input feature"):
+        layer(torch.rand(4, 3, dtype=torch.float64))
+    # |<phi(a)|phi(b)>|^2 of RY product states is prod_w cos^2((a_w - b_w) / 2)
+    K = tql.qml.fidelity_kernel(layer, x[:2], x[2:]).detach().numpy()
+    expected = np.prod(np.cos((feats[:2, None, :] - feats[None, 2:, :]) / 2) ** 2, axis=2)
+    np.testing.assert_allclose(K, expected, atol=1e-12)
+    # a map of unknown input width: only its output is checked, against the circuit's columns
+    free = QuantumLayer(circuit, "Z0", input_map=nn.Tanh())
+    assert free.n_inputs is None
+    np.testing.assert_allclose(free(x[:, :3]).detach().numpy()[:, 0], np.cos(np.tanh(x[:, 0].numpy())), atol=1e-12)
+    with pytest.raises(ValueError, match=r"input_map must return \(B, F\) features with F >= 3"):
+        free(x[:, :2])
+    with pytest.raises(ValueError, match=r"input_map must return \(N, F\) features with F >= 3"):
+        tql.qml.fidelity_kernel(free, x[:, :2])
+
+
 def test_template_structures():
     cases = {
         ("angle", "hardware_efficient"): ({"RY": 4 + 4 * 3, "CNOT": 3 * 2}, 12),   # RY chain + final layer
@@ -335,6 +398,12 @@ def test_from_template_rejects_bad_arguments():
         f(2, 1, ansatz_kwargs={"bogus": 1})
     with pytest.raises(ValueError, match="rotation"):
         f(2, 1, encoding_kwargs={"rotation": "Q"})
+    # options that the encoding would silently ignore, or that move the columns it reads
+    with pytest.raises(TypeError, match=r"unexpected encoding_kwargs \['scale'\] for encoding 'none'"):
+        f(2, 1, encoding="none", encoding_kwargs={"scale": 2.0})
+    for bad in ({"first_column": 1}, {"wires": [0, 1]}, {"product_column": 0}):
+        with pytest.raises(TypeError, match=f"unexpected encoding_kwargs \\['{next(iter(bad))}'\\] for encoding 'iqp'"):
+            f(3, 1, encoding="iqp", encoding_kwargs=bad)
 
 
 # ------------------------------------------------------------------------------------------------

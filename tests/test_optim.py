@@ -42,6 +42,11 @@ def test_bad_optimizers_are_named():
         make_optimizer("adamx", _params())
     with pytest.raises(TypeError, match="int"):
         make_optimizer(3, _params())
+    # the abstract base matched by name and failed deep inside torch ("missing ... 'defaults'")
+    with pytest.raises(ValueError, match="'optimizer'"):
+        make_optimizer("optimizer", _params())
+    with pytest.raises(TypeError, match="abstract base class"):
+        make_optimizer(torch.optim.Optimizer, _params())
 
 
 # ------------------------------------------------------------------------------------------------

@@ -467,3 +467,14 @@ def test_mixed_circuits_round_trip_measure_and_reset():
     assert float(tql.expval(pure, "X0 X1")) == pytest.approx(1.0, abs=1e-6)      # the Bell state
     with pytest.raises(ValueError, match="used after it was measured"):
         tql.Circuit.from_qasm(src)                              # a unitary circuit cannot hold it
+
+
+def test_a_gate_parameter_cannot_be_named_pi_or_a_function():
+    # an expression reads `pi` as the constant, so `gate g(pi) a { rx(pi) a; }` silently applied
+    # RX(π) whatever the argument; the declaration is refused, naming the line
+    for name in ("pi", "sin", "sqrt"):
+        with pytest.raises(ValueError, match=rf"line 5: '{name}' is reserved .* cannot name a gate parameter"):
+            tql.Circuit.from_qasm(HEADER + f"gate g({name}) a {{ rx({name}) a; }}\ng(0.5) q[0];\n")
+    # an ordinary name still binds the argument: RX(2 * 0.25) on q[0] gives <Z0> = cos(0.5)
+    c = tql.Circuit.from_qasm(HEADER + "gate g(phi) a { rx(2*phi) a; }\ng(0.25) q[0];\n", dtype=torch.complex128)
+    assert float(tql.expval(c, "Z0")) == pytest.approx(math.cos(0.5), abs=1e-12)

@@ -397,6 +397,19 @@ def test_strongly_entangling_on_wire_subset_and_errors(atol):
         T.strongly_entangling(3, 1, ranges=[1.0])
 
 
+def test_strongly_entangling_takes_numpy_and_torch_integer_ranges():
+    # a PennyLane user's ranges is often an integer array; its entries were refused as "not an int"
+    for ranges in (np.array([3, 2]), torch.tensor([3, 2]), [np.int32(3), np.int64(2)]):
+        c = T.strongly_entangling(tql.Circuit(4, dtype=torch.complex128), 2, ranges=ranges)
+        ops = strongly_entangling_ops(weights_np(c), 2, [0, 1, 2, 3], [3, 2])
+        np.testing.assert_allclose(as_np(c.unitary()), unitary_of(ops, 4), atol=1e-10)
+    for bad in ([True, 1], [np.float64(1.0), 1], [torch.tensor(1.0), 1]):
+        with pytest.raises(TypeError, match="is not an int"):
+            T.strongly_entangling(3, 2, ranges=bad)
+    with pytest.raises(ValueError, match="data_reuploading: entangler pattern must be"):
+        T.data_reuploading(2, 1, 2, pattern="star")
+
+
 @pytest.mark.parametrize("n,cnots", [(1, []), (2, [(0, 1)]), (3, [(0, 1), (1, 2), (2, 0)])])
 def test_basic_entangler_matches_oracle(n, cnots, dtype, atol):
     c = T.basic_entangler(tql.Circuit(n, dtype=dtype), 2, rotation="Y")

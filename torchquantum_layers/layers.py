@@ -79,7 +79,9 @@ class QuantumLayer(nn.Module):
             makes runs reproducible). The generator is not part of ``state_dict``; a copy of the
             layer restarts its sequence from ``seed``.
         input_map: optional ``nn.Module`` applied to ``x`` before the circuit (e.g.
-            :class:`IQPFeatures`); ``F`` is then checked against its ``in_features``.
+            :class:`IQPFeatures`); ``F`` is then checked against its ``in_features`` (for an
+            ``nn.Sequential``, its first module's); a map without one (``nn.Tanh()``) takes any
+            ``F``, and its output must have the circuit's input columns.
 
     The input must be a real floating tensor of shape ``(B, F)`` or ``(F,)`` where ``F`` is the
     number of input columns the circuit reads (``layer.n_inputs``), on the circuit's device;
@@ -163,12 +165,15 @@ class QuantumLayer(nn.Module):
           ``scale`` (angle = scale·x).
         * ``"iqp"``: :func:`templates.iqp_encoding` on ``n_wires`` features; the layer computes the
           pairwise products itself (an :class:`IQPFeatures` input map), so ``F = n_wires``.
-          ``encoding_kwargs``: ``n_repeats``, ``pattern`` ("all"/"linear").
+          ``encoding_kwargs``: ``n_repeats``, ``pattern`` ("all"/"linear"); nothing else (the
+          input map fixes the columns), and ``"none"`` takes no ``encoding_kwargs``.
         * ``"reupload"``: data re-uploading: every layer encodes all ``n_features`` (default
           ``n_wires``, any number) features again, feature ``i`` on wire ``i % n_wires`` with axis
           ``encoding[(i // n_wires) % len(encoding)]`` (default ``("Y", "Z")``, as
-          :func:`templates.data_reuploading`), then applies one layer of the ansatz.
-          ``encoding_kwargs``: ``encoding`` (axes), ``scale``.
+          :func:`templates.data_reuploading`), then applies one layer of the ansatz
+          (``hardware_efficient``: no final rotations unless ``final_rotations=True``, which adds one
+          rotation layer after the last block; ``strongly_entangling``: ``ranges`` has one entry per
+          layer). ``encoding_kwargs``: ``encoding`` (axes), ``scale``.
         * ``"none"``: no input; ``F = 0``.
 
         ``ansatz`` (all angles trainable, created with ``init``):
@@ -231,15 +236,22 @@ class QuantumLayer(nn.Module):
                     T.angle_encoding(circuit, wires=wires[start:start + n_features], rotation=rotation,
                                      scale=scale)
             elif encoding == "iqp":
+                # the IQPFeatures map feeds all n_wires features and their products in iqp_encoding's
+                # default columns: wires / first_column / product_column would read other columns
+                _no_extra({k: v for k, v in enc_kw.items() if k not in ("n_repeats", "pattern")},
+                          "encoding_kwargs", "iqp")
                 T.iqp_encoding(circuit, **enc_kw)
                 input_map = IQPFeatures(n_wires)
+            elif encoding == "none":
+                _no_extra(enc_kw, "encoding_kwargs", "none")
             if encoding == "reupload":
                 axes = enc_kw.pop("encoding", ("Y", "Z"))
                 scale = enc_kw.pop("scale", 1.0)
                 _no_extra(enc_kw, "encoding_kwargs", "reupload")
                 for layer in range(n_layers):
                     _reupload_block(circuit, n_features, axes, scale, what)
-                    _ansatz(circuit, ansatz, 1, layer, dict(ans_kw), init, what, single_layer=True)
+                    _ansatz(circuit, ansatz, 1, layer, dict(ans_kw), init, what, single_layer=True,
+                            total_layers=n_layers)
             else:
                 _ansatz(circuit, ansatz, n_layers, 0, ans_kw, init, what)
         except TypeError as err:
@@ -252,10 +264,12 @@ class QuantumLayer(nn.Module):
 
     # ------------------------------------------------------------------------------------------
     @property
-    def n_inputs(self) -> int:
-        """Number of feature columns ``x`` must have."""
-        if self.input_map is not None and hasattr(self.input_map, "in_features"):
-            return int(self.input_map.in_features)
+    def n_inputs(self) -> Optional[int]:
+        """Number of feature columns ``x`` must have: the circuit's, or the input map's
+        ``in_features`` (that of an ``nn.Sequential``'s first module); ``None`` for an input map
+        whose input width is unknown (then only its output is checked, against the circuit)."""
+        if self.input_map is not None:
+            return _in_features(self.input_map)
         return self._circuit_inputs()
 
     def _circuit_inputs(self) -> int:
@@ -297,8 +311,9 @@ class QuantumLayer(nn.Module):
         if x.dim() not in (1, 2):
             raise ValueError(f"QuantumLayer: input must have shape (B, F) or (F,), got {tuple(x.shape)}")
         need = self.n_inputs
-        if x.shape[-1] != need:
-            raise ValueError(f"QuantumLayer: the circuit reads {need} input feature(s) but x has "
+        if need is not None and x.shape[-1] != need:
+            reader = "the circuit" if self.input_map is None else "the input_map"
+            raise ValueError(f"QuantumLayer: {reader} reads {need} input feature(s) but x has "
                              f"{x.shape[-1]} (shape {tuple(x.shape)})")
         out_dtype = x.dtype
         squeeze = x.dim() == 1
@@ -308,6 +323,12 @@ class QuantumLayer(nn.Module):
             return xb.new_zeros((0, self.n_outputs)) + 0 * self.circuit.weights.sum().to(out_dtype)
         if self.input_map is not None:
             xb = self.input_map(xb)
+            circuit_need = self._circuit_inputs()
+            if circuit_need and (not isinstance(xb, torch.Tensor) or xb.dim() != 2
+                                 or xb.shape[1] < circuit_need):
+                got = tuple(xb.shape) if isinstance(xb, torch.Tensor) else type(xb).__name__
+                raise ValueError(f"QuantumLayer: the input_map must return (B, F) features with F >= "
+                                 f"{circuit_need}, the circuit's input columns, got {got}")
         obs = self.observables[0] if self._single else self.observables
         has_inputs = self._circuit_inputs() > 0
         # under torch.compile the simulation runs outside the graph (see the class docstring)
@@ -372,6 +393,15 @@ def _outside_graph(fn):
 _expval_outside_graph = _outside_graph(circuit_expval)
 
 
+def _in_features(module) -> Optional[int]:
+    """Input width of an input map: its ``in_features``, or that of an ``nn.Sequential``'s first
+    module; None when unknown."""
+    while isinstance(module, nn.Sequential) and len(module) > 0:
+        module = module[0]
+    n = getattr(module, "in_features", None)
+    return int(n) if isinstance(n, int) and not isinstance(n, bool) else None
+
+
 def _no_extra(kw, name, encoding):
     if kw:
         raise TypeError(f"QuantumLayer.from_template: unexpected {name} {sorted(kw)} for encoding {encoding!r}")
@@ -389,8 +419,9 @@ def _reupload_block(circuit, n_features, axes, scale, what):
                          scale=scale)
 
 
-def _ansatz(circuit, name, n_layers, layer, kw, init, what, single_layer=False):
-    """Append ``n_layers`` layers of ansatz ``name`` (with ``single_layer``: layer number ``layer``)."""
+def _ansatz(circuit, name, n_layers, layer, kw, init, what, single_layer=False, total_layers=1):
+    """Append ``n_layers`` layers of ansatz ``name`` (with ``single_layer``: layer number ``layer`` of
+    ``total_layers``)."""
     n = circuit.n_wires
     if name == "none":
         if kw:
@@ -404,13 +435,21 @@ def _ansatz(circuit, name, n_layers, layer, kw, init, what, single_layer=False):
         kw = dict(rotations=("RX", "RY", "RZ"), pattern="ring", kind="complex", final_rotations=False)
     if name == "hardware_efficient":
         if single_layer:
-            kw["final_rotations"] = False
+            # an explicit final_rotations=True puts the closing rotation layer after the last block
+            kw["final_rotations"] = bool(kw.get("final_rotations", False)) and layer == total_layers - 1
         if "rotations" in kw and "kind" not in kw:
             kw["kind"] = "complex"      # the 'real' check is opt-in: any rotation set works
         T.hardware_efficient(circuit, n_layers, init=init, **kw)
     elif name == "strongly_entangling":
-        if single_layer and n > 1 and "ranges" not in kw:
-            kw["ranges"] = [layer % (n - 1) + 1]
+        if single_layer and n > 1:
+            if "ranges" not in kw:
+                kw["ranges"] = [layer % (n - 1) + 1]
+            else:       # the user's ranges are one per layer of the whole model
+                ranges = list(kw["ranges"])
+                if len(ranges) != total_layers:
+                    raise ValueError(f"{what}: ansatz_kwargs['ranges'] has {len(ranges)} entries for "
+                                     f"{total_layers} layers")
+                kw["ranges"] = [ranges[layer]]
         T.strongly_entangling(circuit, n_layers, init=init, **kw)
     elif name == "basic_entangler":
         T.basic_entangler(circuit, n_layers, init=init, **kw)

@@ -17,7 +17,8 @@ def optimizer_class(name: str):
     """A ``torch.optim`` class by case-insensitive name (``"AdamW"``, ``"rmsprop"``), or None."""
     for attr in dir(torch.optim):
         cls = getattr(torch.optim, attr)
-        if attr.lower() == str(name).lower() and isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer):
+        if attr.lower() == str(name).lower() and isinstance(cls, type) and issubclass(cls, torch.optim.Optimizer) \
+                and cls is not torch.optim.Optimizer:      # the abstract base is no optimizer to make
             return cls
     return None
 
@@ -66,6 +67,9 @@ def make_optimizer(optimizer, params, lr: Optional[float] = None,
                              f"an Optimizer class or a callable, got {optimizer!r}")
         optimizer = cls
     if isinstance(optimizer, type) and issubclass(optimizer, torch.optim.Optimizer):
+        if optimizer is torch.optim.Optimizer:
+            raise TypeError("optimizer: torch.optim.Optimizer is the abstract base class; give a concrete one "
+                            "(torch.optim.Adam, 'sgd', ...)")
         return optimizer(params, lr=lr) if lr is not None else optimizer(params)
     if callable(optimizer):
         return optimizer(params)

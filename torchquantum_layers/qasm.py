@@ -14,7 +14,8 @@ Reading
     of Qiskit's gate classes. Gate calls broadcast over whole registers (``h q;``, ``cx a, b;``),
     ``gate`` definitions are expanded inline (nested too), parameters are expressions in ``pi``,
     numbers, ``+ - * / ^``, unary minus, parentheses, sin cos tan exp ln sqrt, evaluated by a small
-    recursive-descent evaluator (never ``eval``).
+    recursive-descent evaluator (never ``eval``); ``pi`` and the function names cannot name a gate
+    parameter (an expression would read them as the constant / the function).
 
     What a state-vector circuit cannot represent: ``measure`` is dropped (the circuit returns the
     state before measurement), but a gate on a qubit after it was measured is an error, as the
@@ -428,6 +429,10 @@ class _Parser:
         for j, t in enumerate(toks):
             if t.text in names[:j]:
                 self.fail(t, f"'{t.text}' is listed twice")
+            if close is not None and (t.text == "pi" or t.text in _FUNCS):
+                # an expression reads these names as the constant / the function, never the parameter
+                self.fail(t, f"'{t.text}' is reserved (the constant pi and the functions "
+                             f"{', '.join(_FUNCS)}) and cannot name a gate parameter")
         return tuple(names)
 
     def _gate_definition(self):

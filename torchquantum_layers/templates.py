@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import cmath
 import math
+import operator
 from typing import Optional, Sequence, Union
 
+import numpy as np
 import torch
 
 from . import gates as G
@@ -444,9 +446,13 @@ def strongly_entangling(circuit: CircuitLike, n_layers: int, wires=None, ranges=
         ranges = list(ranges)
         if len(ranges) != n_layers:
             raise ValueError(f"{what}: ranges has {len(ranges)} entries for {n_layers} layers")
-        for r in ranges:
-            if not isinstance(r, int) or isinstance(r, bool):
-                raise TypeError(f"{what}: range {r!r} is not an int")
+        for j, r in enumerate(ranges):
+            try:        # NumPy / torch integers too, as a PennyLane user's ranges array holds
+                if isinstance(r, (bool, np.bool_)) or (isinstance(r, torch.Tensor) and r.dtype == torch.bool):
+                    raise TypeError
+                ranges[j] = r = operator.index(r)
+            except TypeError:
+                raise TypeError(f"{what}: range {r!r} is not an int") from None
             if n > 1 and not 1 <= r <= n - 1:
                 raise ValueError(f"{what}: range {r} must be in [1, {n - 1}] for {n} wires")
     for l in range(n_layers):
@@ -499,6 +505,8 @@ def data_reuploading(circuit: CircuitLike, n_layers: int, n_features: int, wires
     if not axes:
         raise ValueError(f"{what}: encoding must name at least one rotation axis")
     ent = _gate(entangler, what, 2)
+    if pattern not in ("linear", "ring", "all"):
+        raise ValueError(f"{what}: entangler pattern must be 'linear', 'ring' or 'all', got {pattern!r}")
     pairs = entangler_pairs(wires, pattern)
     n = len(wires)
     for _ in range(n_layers):

@@ -87,16 +87,20 @@ def encode(encoder: Encoder, X, *, batch_size: Optional[int] = None, what: str =
     if circuit is not None:
         x = _as_features(X, what, name, REAL_OF[circuit.dtype], circuit.device)
         need = encoder.n_inputs if input_map is not None else circuit.n_inputs
-        if need == 0:
+        if need == 0 or circuit.n_inputs == 0:
             raise ValueError(f"{what}: the encoder reads no input features, so every sample gives the "
                              f"same state")
-        if x.shape[1] != need:
+        if need is not None and x.shape[1] != need:     # None: an input map of unknown input width
             raise ValueError(f"{what}: the encoder reads {need} feature(s) but {name} has {x.shape[1]} "
                              f"(shape {tuple(x.shape)})")
 
         def run(chunk):
             if input_map is not None:
                 chunk = input_map(chunk)
+                if not isinstance(chunk, torch.Tensor) or chunk.dim() != 2 or chunk.shape[1] < circuit.n_inputs:
+                    got = tuple(chunk.shape) if isinstance(chunk, torch.Tensor) else type(chunk).__name__
+                    raise ValueError(f"{what}: the encoder's input_map must return (N, F) features with "
+                                     f"F >= {circuit.n_inputs}, the circuit's input columns, got {got}")
             return circuit(chunk)
     else:
         x = _as_features(X, what, name, None, None)

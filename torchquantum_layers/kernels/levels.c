@@ -146,7 +146,11 @@ static void NAME##_columns(const T *m, int64_t M, int64_t V, VEC_##SUF *A, VEC_#
 static void NAME##_span(const T *restrict in, T *restrict out, int64_t len, const levels_layout *L, const T *restrict m, \
                         int keep, int nthreads) { \
     const int64_t M = L->nlev, free_positions = len >> L->k; \
-    const int64_t unit = free_positions < LEVELS_UNIT_POSITIONS ? free_positions : LEVELS_UNIT_POSITIONS; \
+    /* units of a power of two that divides the positions: a batch of B rows of 2^(n-k) positions \
+     * has B 2^(n-k) of them, not always a multiple of LEVELS_UNIT_POSITIONS (B = 129 at n - k = 3 \
+     * left the last row unwritten) */ \
+    const int64_t low = free_positions & -free_positions; \
+    const int64_t unit = low < LEVELS_UNIT_POSITIONS ? low : LEVELS_UNIT_POSITIONS; \
     const int64_t chunk = L->run < unit ? L->run : unit, units = free_positions / unit; \
     const int parallel = nthreads > 1 && len >= 32768; \
     VECTOR_CODE( \

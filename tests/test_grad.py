@@ -387,3 +387,34 @@ def test_auto_diff_method_picks_backprop_until_memory_runs_out(monkeypatch):
     # a layer resolves "auto" with shots as expval does: the method that differentiates samples
     assert tql.QuantumLayer(c, [H], diff_method="auto", shots=100, seed=0).diff_method == "parameter-shift"
     assert tql.QuantumLayer(c, [H], diff_method="auto").diff_method == "auto"
+
+
+@pytest.mark.parametrize("method", ["backprop", "adjoint", "parameter-shift", "auto"])
+@pytest.mark.parametrize("obs", ["empty", "zeros", "list"])
+def test_an_empty_observable_has_zero_gradient_by_every_method(method, obs):
+    """⟨0⟩ = 0 for the empty sum (or one whose terms are all 0): its gradient is 0 (analytic) by every
+    method, and the input state's too. Backprop used to return a tensor outside the graph, so
+    backward() raised 'does not require grad' where adjoint and parameter-shift gave 0."""
+    h = {"empty": Hamiltonian([]), "zeros": Hamiltonian.from_string("0*X0 + 0*Z1 Y2"),
+         "list": [Hamiltonian([]), Hamiltonian([])]}[obs]
+    c = tql.Circuit(3, dtype=torch.complex128)
+    c.rx(0, trainable=True).cnot(0, 1).u3(2, trainable=True).ry(1, input=0, scale=0.5)
+    w = c.weights.detach().clone().requires_grad_(True)
+    x = torch.tensor([[0.3], [-1.2]], dtype=torch.float64, requires_grad=True)
+    s = torch.randn(2, 8, dtype=torch.complex128)
+    s = (s / s.norm(dim=1, keepdim=True)).requires_grad_(True)
+    v = tql.expval(c, h, x=x, state=s, diff_method=method, weights=w)
+    assert v.shape == ((2, 2) if obs == "list" else (2,)) and (v == 0).all()
+    v.sum().backward()
+    for t in (w, x, s):
+        assert t.grad is not None and (t.grad == 0).all()
+
+
+def test_h_psi_of_an_empty_hamiltonian_is_zero_and_differentiable():
+    from torchquantum_layers.observables import apply_hamiltonian, expectation
+    for method in ("auto", "loop", "gather"):
+        s = torch.randn(3, 4, dtype=torch.complex128, requires_grad=True)
+        out = apply_hamiltonian(s, Hamiltonian([]), method=method)
+        assert (out == 0).all()
+        (out.real.sum() + expectation(s, Hamiltonian([]), method=method).sum()).backward()
+        assert (s.grad == 0).all()

@@ -767,3 +767,24 @@ def test_diagonal_table_of_all_z_observables_matches_dense():
             dense = np.asarray(o.to_dense(n)) if hasattr(o, "to_dense") else None
             np.testing.assert_allclose(row.numpy(), np.real(np.diag(dense)), atol=1e-6)
     assert diagonal_table([PauliString("Z0"), PauliString("X1")], n, torch.complex64, "cpu") is None
+
+
+@pytest.mark.parametrize("scale", [1e-9, 1.0, 1e3, 1e8])
+def test_commutation_is_judged_relative_to_the_coefficients(scale):
+    """[H, H²] = 0 and [H, 3H + 2] = 0 whatever the scale of H, and [aX, aZ] = −2a²iY ≠ 0 even for a
+    tiny a (dense NumPy check of both). An absolute 1e-12 cut used to call H and H² non-commuting at
+    scale 1e3 (rounding left 7 terms of ~5e-7 in the commutator) and aX, aZ commuting at a = 1e-9."""
+    rng = np.random.default_rng(11)
+    n = 4
+    terms = [(scale * rng.normal(), "".join(rng.choice(list("IXYZ"), n))) for _ in range(10)]
+    h = build(terms)
+    m = dense_terms(terms, n)
+    h2 = h @ h
+    assert np.allclose(m @ (m @ m), (m @ m) @ m, rtol=0, atol=1e-12 * np.abs(m).max() ** 3 * 2 ** n)
+    assert h.commutes_with(h2) and len(h.commutator(h2)) == 0
+    assert h.commutes_with(3 * h + 2) and len(commutator(h, 3 * h + 2)) == 0
+    x, z = Hamiltonian([(scale, "X0")]), Hamiltonian([(scale, "Z0")])
+    want = dense_terms([(scale, "X")], 1) @ dense_terms([(scale, "Z")], 1) \
+        - dense_terms([(scale, "Z")], 1) @ dense_terms([(scale, "X")], 1)
+    assert not x.commutes_with(z) and not PauliString("X0").commutes_with(z)
+    np.testing.assert_allclose(_np(x.commutator(z).to_dense(1)), want, rtol=1e-12, atol=0)

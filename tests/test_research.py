@@ -244,3 +244,43 @@ def test_research_models_name_their_bad_arguments():
         R.vqsvd(np.eye(4), dtype=torch.float64, steps=1)
     with pytest.raises(ValueError, match="not Hermitian"):
         R.vqsd(torch.tensor([[0.5, 0.3], [0.0, 0.5]], dtype=torch.complex128), steps=1)
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: R.prepare_gibbs_state("Z0 Z1", depth=-1, steps=1), "prepare_gibbs_state: depth must be a positive int, got -1"),
+    (lambda: R.prepare_gibbs_state("Z0 Z1", depth=1.5, steps=1), "prepare_gibbs_state: depth must be a positive int, got 1.5"),
+    (lambda: R.prepare_gibbs_state("Z0 Z1", steps=0), "prepare_gibbs_state: steps must be a positive int, got 0"),
+    (lambda: R.vqsd(np.eye(4) / 4, depth=-1, steps=1), "vqsd: depth must be a positive int, got -1"),
+    (lambda: R.vqsd(np.eye(4) / 4, steps=0), "vqsd: steps must be a positive int, got 0"),
+    (lambda: R.vqsd(np.eye(4) / 4, steps=True), "vqsd: steps must be a positive int, got True"),
+    (lambda: R.quantum_autoencoder(depth=-1, steps=1), "quantum_autoencoder: depth must be a positive int, got -1"),
+    (lambda: R.quantum_autoencoder(steps=0), "quantum_autoencoder: steps must be a positive int, got 0"),
+    (lambda: R.vqsvd(np.eye(4), depth=0, steps=1), "vqsvd: depth must be a positive int, got 0"),
+    (lambda: R.vqsvd(np.eye(4), steps=-2), "vqsvd: steps must be a positive int, got -2"),
+    (lambda: R.vqsvd(np.eye(4), steps=1, refine_steps=-1), "vqsvd: refine_steps must be an int >= 0, got -1"),
+    # disc_steps=0 used to end in an UnboundLocalError (the loss of an empty loop)
+    (lambda: R.train_qgan(rounds=1, disc_steps=0), "train_qgan: disc_steps must be a positive int, got 0"),
+    (lambda: R.train_qgan(rounds=1, gen_steps=0), "train_qgan: gen_steps must be a positive int, got 0"),
+    (lambda: R.train_qgan(rounds=0), "train_qgan: rounds must be a positive int, got 0"),
+    (lambda: R.train_qgan(rounds=1, gen_layers=-1), "QGAN: gen_layers must be an int >= 0, got -1"),
+])
+def test_research_models_refuse_bad_depths_and_step_counts(call, match):
+    """A depth or step count that would build an empty/negative ansatz or train nothing is refused
+    by name before any work (depth=-1 / steps=0 used to run silently)."""
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_research_models_accept_numpy_integer_counts():
+    res = R.vqsd(torch.diag(torch.tensor([0.7, 0.3], dtype=torch.complex128)), depth=np.int64(1), steps=np.int64(2))
+    assert len(res.loss) == 2
+
+
+@pytest.mark.parametrize("n_wires,error,match", [
+    ([2, 2.7], ValueError, "each n_wires entry must be a positive int, got 2.7"),   # was truncated to 2
+    ([0, 2], ValueError, "each n_wires entry must be a positive int, got 0"),
+    (3, TypeError, "n_wires must be a list of qubit counts, got 3"),
+])
+def test_gradient_variance_refuses_bad_qubit_counts(n_wires, error, match):
+    with pytest.raises(error, match=match):
+        R.gradient_variance(n_wires, samples=4)

@@ -266,3 +266,57 @@ def test_the_variational_ansatz_finds_the_ising_ground_state():
 def test_the_variational_ansatz_refuses_bad_arguments(call, error, match):
     with pytest.raises(error, match=match):
         call(tql.Circuit(N))
+
+
+# -- times given as 0-d tensors and NumPy scalars -------------------------------------------------
+@pytest.mark.parametrize("make", [lambda t: torch.tensor(t), lambda t: torch.tensor(t, dtype=torch.float64),
+                                  np.float32, np.float64], ids=["tensor32", "tensor64", "np32", "np64"])
+def test_a_scalar_tensor_or_numpy_time_is_a_number(make):
+    """trotter and exact.evolve take a 0-d real tensor or a NumPy scalar as the number it holds
+    (evolve refused a 0-d tensor with ValueError, trotter with TypeError)."""
+    t = float(make(0.7))
+    want = _exact(TERMS, t)
+    got = tql.exact.evolve(_hamiltonian(), tql.zero_state(N, dtype=torch.complex128), make(0.7))[0].numpy()
+    np.testing.assert_allclose(got, want, atol=1e-10)
+    c = tql.templates.trotter(tql.Circuit(N, dtype=torch.complex128), _hamiltonian(), time=make(0.7))
+    u = np.eye(2 ** N, dtype=complex)
+    for coeff, label in TERMS:
+        u = oracle.pauli_rotation(2 * coeff * t, label) @ u
+    np.testing.assert_allclose(_state(c)[0], u[:, 0], atol=1e-10)
+    r = tql.templates.pauli_rotation(tql.Circuit(N, dtype=torch.complex128), "XYZ", make(0.7), scale=make(2.0))
+    np.testing.assert_allclose(_state(r)[0], oracle.pauli_rotation(2 * t, "XYZ")[:, 0], atol=1e-6)
+
+
+def test_exact_evolution_is_differentiable_in_a_tensor_time():
+    """d/dt ⟨φ|e^{−iHt}ψ⟩ = ⟨φ|−iH e^{−iHt}ψ⟩ (analytic, dense NumPy H) by autograd through a 0-d time."""
+    rng = np.random.default_rng(2)
+    psi, phi = oracle.random_state(N, rng), oracle.random_state(N, rng)
+    t = torch.tensor(0.45, dtype=torch.float64, requires_grad=True)
+    out = tql.exact.evolve(_hamiltonian(), torch.as_tensor(psi[None]), t)[0]
+    amp = (torch.as_tensor(phi).conj() * out).sum()
+    grad_re, = torch.autograd.grad(amp.real, t, retain_graph=True)
+    grad_im, = torch.autograd.grad(amp.imag, t)
+    e, v = np.linalg.eigh(_dense())
+    u = v @ np.diag(np.exp(-0.45j * e)) @ v.conj().T
+    want = phi.conj() @ (-1j * _dense() @ u @ psi)
+    assert complex(grad_re, grad_im) == pytest.approx(want, abs=1e-9)
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda c: tql.templates.trotter(c, "Z0", time=torch.tensor([0.5])), TypeError, r"time must be a real number .*shape \(1,\)"),
+    (lambda c: tql.templates.trotter(c, "Z0", time=torch.tensor(0.5j)), TypeError, "complex64"),
+    (lambda c: tql.templates.trotter(c, "Z0", time=torch.tensor(0.5, requires_grad=True)), TypeError, "trainable=True"),
+    (lambda c: tql.templates.trotter(c, "Z0", time=torch.tensor(float("nan"))), ValueError, "time must be finite"),
+    (lambda c: tql.templates.pauli_rotation(c, "Z0", 0.1, scale=torch.ones(2)), TypeError, "scale must be a real"),
+    (lambda c: tql.exact.evolve("Z0", tql.zero_state(N), torch.tensor(float("inf"))), ValueError, "time must be a finite"),
+    (lambda c: tql.exact.evolve("Z0", tql.zero_state(N), torch.tensor([1.0])), ValueError, "time must be a finite real"),
+    (lambda c: tql.exact.evolve("Z0", tql.zero_state(N), torch.tensor(1j)), ValueError, "time must be a finite real"),
+])
+def test_tensor_times_that_are_not_real_numbers_are_refused(call, error, match):
+    with pytest.raises(error, match=match):
+        call(tql.Circuit(N))
+
+
+def test_a_trainable_time_may_start_from_a_tensor():
+    c = tql.templates.trotter(tql.Circuit(N), "Z0", time=torch.tensor(0.5, requires_grad=True), trainable=True)
+    assert float(c.weights.detach()[0]) == pytest.approx(0.5)

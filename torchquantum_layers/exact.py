@@ -226,7 +226,8 @@ def evolve(H, state: torch.Tensor, time: float, tol: float = 1e-12) -> torch.Ten
     """exp(−i H t) ψ for a Hermitian Hamiltonian ``H`` and states ``(B, 2**n)`` (or ``(2**n,)``),
     computed in complex128 by a Taylor series of H·ψ on ⌈Σ|c_j| |t|⌉ steps, with enough terms that
     the error bound (steps · e / (m+1)!) is below ``tol``; returned in the state's dtype.
-    Differentiable in the state (each H·ψ is)."""
+    ``time``: a real number (NumPy scalars and 0-d real tensors included). Differentiable in the
+    state (each H·ψ is) and in a 0-d tensor ``time`` that requires grad."""
     what = "evolve"
     H = _as_hamiltonian(H, what)
     if not H.is_hermitian:
@@ -242,13 +243,21 @@ def evolve(H, state: torch.Tensor, time: float, tol: float = 1e-12) -> torch.Ten
     n = dim.bit_length() - 1
     if H.wires and max(H.wires) >= n:
         raise ValueError(f"{what}: the Hamiltonian acts on wire {max(H.wires)} but the state has {n} qubits")
-    if isinstance(time, bool) or not isinstance(time, numbers.Real) or not math.isfinite(time):
+    if isinstance(time, torch.Tensor) and time.dim() == 0 and not time.is_complex() and time.dtype != torch.bool:
+        t = float(time.detach())        # a 0-d real tensor is a number; kept as a tensor in tau (autograd)
+    elif isinstance(time, bool) or not isinstance(time, numbers.Real):
+        raise ValueError(f"{what}: time must be a finite real number, got {time!r}")
+    else:
+        t = time = float(time)          # NumPy scalars included
+    if not math.isfinite(t):
         raise ValueError(f"{what}: time must be a finite real number, got {time!r}")
     if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 < tol < 1:
         raise ValueError(f"{what}: tol must be in (0, 1), got {tol!r}")
     norm = sum(abs(complex(c)) for c, _ in H.terms)
-    steps = max(1, math.ceil(norm * abs(time)))
+    steps = max(1, math.ceil(norm * abs(t)))
     tau = time / steps
+    if isinstance(tau, torch.Tensor):
+        tau = tau.to(device=state.device, dtype=torch.float64)
     # ‖H τ‖ ≤ 1 on each step: the remainder after m terms is at most e / (m + 1)!
     m, bound = 1, math.e / 2
     while steps * bound > tol:

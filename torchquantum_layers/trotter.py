@@ -17,7 +17,10 @@ ladders merge into them and into index tables (see program_forms).
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Optional
+
+import torch
 
 from .circuit import Circuit, Input, Param
 from .observables import Hamiltonian, PauliString
@@ -69,6 +72,21 @@ def _basis_change(circuit: Circuit, pauli: PauliString, undo: bool) -> None:
             getattr(circuit, name)(w)
 
 
+def _as_number(value, name: str, what: str, fixed: bool = True):
+    """A NumPy real scalar or a 0-d real tensor as a Python float (others pass to ``_number``)."""
+    if isinstance(value, torch.Tensor):
+        if value.dim() != 0 or value.is_complex() or value.dtype == torch.bool:
+            raise TypeError(f"{what}: {name} must be a real number or a 0-d real tensor, got a tensor of "
+                            f"shape {tuple(value.shape)} and dtype {value.dtype}")
+        if value.requires_grad and fixed:
+            raise TypeError(f"{what}: {name} is a tensor that requires grad, and a fixed {name} would drop its "
+                            f"gradient: use trainable=True (or input=column) for a differentiable {name}")
+        return float(value.detach())
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and type(value).__module__ == "numpy":
+        return float(value)
+    return value
+
+
 def _angle_source(circuit: Circuit, value, trainable: bool, input, what: str, name: str):
     """A function scale -> angle: fixed ``scale * value``, or scale times one new trainable
     parameter initialised to ``value``, or scale times the input column ``input``."""
@@ -78,7 +96,7 @@ def _angle_source(circuit: Circuit, value, trainable: bool, input, what: str, na
         if isinstance(input, bool) or not isinstance(input, int) or input < 0:
             raise ValueError(f"{what}: input must be a feature column (an int >= 0), got {input!r}")
         return lambda s: Input(input, s)
-    value = _number(value, name, what)
+    value = _number(_as_number(value, name, what, fixed=not trainable), name, what)
     if trainable:
         p = circuit.parameter(init=value)
         return lambda s: Param(p.index, s)
@@ -94,7 +112,7 @@ def pauli_rotation(circuit: CircuitLike, pauli, angle: float = 0.0, *, trainable
     circuit = _circuit(circuit, what)
     pauli = _pauli(pauli, what)
     _check_support(circuit, pauli.wires, what, str(pauli))
-    scale = _number(scale, "scale", what)
+    scale = _number(_as_number(scale, "scale", what), "scale", what)
     source = _angle_source(circuit, angle, trainable, input, what, "angle")
     _append_rotation(circuit, pauli, source(scale))
     return circuit

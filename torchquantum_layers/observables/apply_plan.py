@@ -94,7 +94,10 @@ class _ApplyPlan:
         grad = _grad_mode(psi)
         G = len(self.groups)
         if not G:
-            return psi * self.d0 if self.d0 is not None else torch.zeros_like(psi)
+            if self.d0 is not None:
+                return psi * self.d0
+            # no terms at all (an empty sum): 0·ψ, still a function of ψ where autograd records
+            return psi * 0 if grad else torch.zeros_like(psi)
         if method == "gather" or (method == "auto" and G > 1 and G * N <= _GATHER_MAX_TABLE
                                   and B * G * N <= _GATHER_MAX_WORK):
             out = psi * self.d0 if self.d0 is not None else torch.zeros_like(psi)

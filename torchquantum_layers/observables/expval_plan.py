@@ -377,6 +377,9 @@ class _ExpvalPlan:
         else:
             E = torch.mm(r * r, self.w0)
         if not self.groups:
+            if grad and not E.requires_grad:
+                # no terms at all (an empty sum): ⟨0⟩ = 0 is still a function of ψ, of zero gradient
+                E = E + 0 * r[:, :1]
             return E
         if method == "native" or (method == "auto" and native.runs_on(psi)):
             if grad:

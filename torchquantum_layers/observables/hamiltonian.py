@@ -449,25 +449,36 @@ class Hamiltonian:
                 base = base @ base
         return out
 
-    def commutator(self, other) -> "Hamiltonian":
-        """``[self, other] = self @ other - other @ self``, simplified."""
+    def _commutator_terms(self, other):
+        """(``{(x, z): coeff}`` of ``[self, other]`` unsimplified, max |c1| · max |c2|): the scale
+        its rounding errors are relative to."""
         o = self._coerce(other)
         if o is None:
             raise TypeError(f"commutator: expected a Hamiltonian or PauliString, got {type(other).__name__}")
+        a, b = self._term_dict(), o._term_dict()
+        scale = max([abs(c) for c in a.values()], default=0.0) * max([abs(c) for c in b.values()], default=0.0)
         # commuting pairs cancel; anticommuting ones give 2 c1 c2 P1 P2
         out = OrderedDict()
-        for (x1, z1), c1 in self._term_dict().items():
-            for (x2, z2), c2 in o._term_dict().items():
+        for (x1, z1), c1 in a.items():
+            for (x2, z2), c2 in b.items():
                 if c1 == 0 or c2 == 0 or (_popcount(x1 & z2) + _popcount(z1 & x2)) % 2 == 0:
                     continue
                 ph, x, z = _mask_product(x1, z1, x2, z2)
                 out[(x, z)] = out.get((x, z), 0) + 2 * ph * c1 * c2
+        return o, out, scale
+
+    def commutator(self, other) -> "Hamiltonian":
+        """``[self, other] = self @ other - other @ self``, simplified: coefficients within 1e-12
+        of the largest product of coefficients (rounding of cancelling sums) are dropped."""
+        o, out, scale = self._commutator_terms(other)
         terms = [(_as_coeff(c, "commutator"), PauliString.from_masks(x, z)) for (x, z), c in out.items()]
-        return Hamiltonian(terms, n_wires=_merge_n(self._n_wires, o._n_wires)).simplify()
+        return Hamiltonian(terms, n_wires=_merge_n(self._n_wires, o._n_wires)).simplify(1e-12 * scale)
 
     def commutes_with(self, other, tol: float = 1e-12) -> bool:
-        """True when ``[self, other]`` vanishes (coefficients within ``tol``)."""
-        return len(self.commutator(other).simplify(tol)) == 0
+        """True when ``[self, other]`` vanishes: every coefficient within ``tol`` times the largest
+        product of a coefficient of each (a relative test, whatever the scale of the two)."""
+        _, out, scale = self._commutator_terms(other)
+        return all(abs(c) <= tol * scale for c in out.values())
 
     def equals(self, other, tol: float = 1e-12) -> bool:
         """Operator equality: merged coefficients agree within ``tol`` (absolute) or 1e-9 relative."""

@@ -2,10 +2,19 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 
 from ..circuit import Circuit
+
+
+def count(value, name: str, what: str, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum`` (a depth, a number of steps), else a ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        kind = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        raise ValueError(f"{what}: {name} must be {kind}, got {value!r}")
+    return int(value)
 
 
 def seeded_uniform_(circuit: Circuit, seed: int, low: float = 0.0, high: float = 2 * math.pi) -> Circuit:

@@ -13,7 +13,7 @@ import torch
 
 from .. import mixed, qinfo
 from ..circuit import Circuit
-from ._common import ry_rz_layers, seeded_uniform_
+from ._common import count, ry_rz_layers, seeded_uniform_
 from .vqsd import spectrum_state
 
 __all__ = ["quantum_autoencoder", "AutoencoderResult", "autoencode"]
@@ -40,6 +40,8 @@ def quantum_autoencoder(rho_in=None, n_trash: int = 1, depth: int = 6, steps: in
     """Train the encoder (``depth`` × RY, RZ on every wire + CNOT ring, as Paddle's) on
     ``rho_in`` (default: 3 qubits with spectrum 0.4, 0.2, 0.2, 0.1, 0.1, 0, 0, 0 in a Haar-random
     basis from ``state_seed``); the trash is wires ``0..n_trash-1``."""
+    depth = count(depth, "depth", "quantum_autoencoder")
+    steps = count(steps, "steps", "quantum_autoencoder")
     if rho_in is None:
         rho_in = spectrum_state([0.4, 0.2, 0.2, 0.1, 0.1, 0, 0, 0], seed=state_seed)
     rho, n = mixed.as_density(rho_in, "quantum_autoencoder", square_is_matrix=True)

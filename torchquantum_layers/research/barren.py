@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from ..circuit import Circuit
+from ._common import count
 from ..measure import probabilities
 
 __all__ = ["random_layer_circuit", "gradient_samples", "gradient_variance", "plot_gradient_variance",
@@ -74,7 +75,9 @@ def gradient_variance(n_wires: Sequence[int] = (2, 3, 4, 5, 6, 7, 8), samples: i
                       seed: int = 42, dtype=torch.complex128) -> BarrenResult:
     """Mean and variance of ∂E/∂θ₁ over random circuits, for each qubit count, and the slope of
     ``log(variance)`` against the qubit count (least squares)."""
-    ns = [int(n) for n in n_wires]
+    if isinstance(n_wires, (str, bytes)) or not hasattr(n_wires, "__iter__"):
+        raise TypeError(f"gradient_variance: n_wires must be a list of qubit counts, got {n_wires!r}")
+    ns = [count(n, "each n_wires entry", "gradient_variance") for n in n_wires]
     if not ns:
         raise ValueError("gradient_variance: n_wires is empty")
     res = BarrenResult(n_wires=ns)

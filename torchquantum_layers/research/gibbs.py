@@ -17,7 +17,7 @@ import torch
 from .. import mixed, qinfo
 from ..circuit import Circuit
 from ..observables import Hamiltonian
-from ._common import real_entangled_layers, seeded_uniform_
+from ._common import count, real_entangled_layers, seeded_uniform_
 
 __all__ = ["gibbs_state", "free_energy_loss", "prepare_gibbs_state", "GibbsResult"]
 
@@ -92,6 +92,8 @@ def prepare_gibbs_state(hamiltonian="-Z0 Z1 - Z1 Z2 - Z0 Z2", beta: float = 1.5,
     h = _hamiltonian(hamiltonian, "prepare_gibbs_state")
     if isinstance(n_ancilla, bool) or not isinstance(n_ancilla, numbers.Integral) or n_ancilla < 0:
         raise ValueError(f"prepare_gibbs_state: n_ancilla must be an int >= 0, got {n_ancilla!r}")
+    depth = count(depth, "depth", "prepare_gibbs_state")
+    steps = count(steps, "steps", "prepare_gibbs_state")
     n_sys = h.n_wires
     n = n_ancilla + n_sys
     target = gibbs_state(h, beta, n_sys, dtype)

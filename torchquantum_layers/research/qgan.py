@@ -18,7 +18,7 @@ from .. import qinfo
 from ..circuit import Circuit
 from ..kernels.state import n_wires_of
 from ..measure import expval_z
-from ._common import cnot_ring, seeded_uniform_
+from ._common import cnot_ring, count, seeded_uniform_
 
 __all__ = ["QGAN", "QGANResult", "train_qgan", "default_target"]
 
@@ -37,6 +37,8 @@ class QGAN(nn.Module):
 
     def __init__(self, target: torch.Tensor, gen_layers: int = 1, disc_layers: int = 2, seed: int = 7):
         super().__init__()
+        gen_layers = count(gen_layers, "gen_layers", "QGAN", minimum=0)
+        disc_layers = count(disc_layers, "disc_layers", "QGAN", minimum=0)
         if target.dim() == 1:
             target = target.unsqueeze(0)
         n = n_wires_of(target)
@@ -109,6 +111,9 @@ def train_qgan(target=None, rounds: int = 40, disc_steps: int = 15, gen_steps: i
     step) and a decaying generator step make it converge. Paddle Quantum's schedule is
     ``optimizer="sgd", rounds=15, disc_steps=20, gen_steps=50, disc_lr=gen_lr=0.1, gen_decay=1``.
     """
+    rounds = count(rounds, "rounds", "train_qgan")
+    disc_steps = count(disc_steps, "disc_steps", "train_qgan")
+    gen_steps = count(gen_steps, "gen_steps", "train_qgan")
     if target is None:
         target = default_target()
     if optimizer not in ("sgd", "adam"):

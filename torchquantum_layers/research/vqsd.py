@@ -13,7 +13,7 @@ import torch
 
 from .. import mixed, qinfo
 from ..circuit import Circuit
-from ._common import ry_rz_layers, seeded_uniform_, universal_two_qubit
+from ._common import count, ry_rz_layers, seeded_uniform_, universal_two_qubit
 
 __all__ = ["vqsd", "VQSDResult", "spectrum_state"]
 
@@ -47,6 +47,8 @@ def vqsd(rho, steps: int = 150, lr: float = 0.1, seed: int = 14, weights=None, d
 
     ``weights``: the diagonal of σ (increasing); default ``1, 2, …, N`` normalised (Paddle's
     ``0.1, 0.2, 0.3, 0.4`` for two qubits)."""
+    steps = count(steps, "steps", "vqsd")
+    depth = count(depth, "depth", "vqsd")
     r, n = mixed.as_density(rho, "vqsd", square_is_matrix=True)
     if r.shape[0] != 1:
         raise ValueError(f"vqsd: give one density matrix, got a batch of {r.shape[0]}")

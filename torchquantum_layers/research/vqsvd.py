@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ..circuit import Circuit
-from ._common import ry_rz_layers, seeded_uniform_
+from ._common import count, ry_rz_layers, seeded_uniform_
 
 __all__ = ["vqsvd", "VQSVDResult", "paddle_random_matrix"]
 
@@ -56,6 +56,9 @@ def vqsvd(matrix, rank=None, depth: int = 20, steps: int = 100, lr: float = 0.02
     of the circuits (each is run on the identity batch: 2**n columns). ``refine_steps`` > 0
     continues with that many L-BFGS iterations (strong Wolfe line search), which resolves close
     singular values that plain gradient steps approach slowly."""
+    depth = count(depth, "depth", "vqsvd")
+    steps = count(steps, "steps", "vqsvd")
+    refine_steps = count(refine_steps, "refine_steps", "vqsvd", minimum=0)
     m = torch.as_tensor(np.asarray(matrix) if not isinstance(matrix, torch.Tensor) else matrix)
     if m.dim() != 2 or m.shape[0] != m.shape[1]:
         raise ValueError(f"vqsvd: the matrix must be square, got shape {tuple(m.shape)}")

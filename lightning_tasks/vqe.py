@@ -20,20 +20,22 @@ with ``basis`` (PySCF needed). :func:`pes_scan` runs a bundled bond-length scan 
 """
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import time
 import warnings
 from typing import Optional, Sequence, Union
 
+import numpy as np
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import EarlyStopping
 
 import torchquantum_layers.chem as chem
-from torchquantum_layers.chem.vqe import CHEMICAL_ACCURACY, energy as _energy
+from torchquantum_layers.chem.vqe import CHEMICAL_ACCURACY, check_givens_hamiltonian, energy as _energy
 from torchquantum_layers.optim import make_optimizer, optimizer_class
-from torchquantum_layers.grad import AUTO, DIFF_METHODS
+from torchquantum_layers.grad import AUTO, DIFF_METHODS, circuit_expval
 
 from .progress import LIGHTNING_NOISE
 from .single_point import SinglePointTask
@@ -67,15 +69,26 @@ class VQETask(SinglePointTask):
         bond_length: picks a point of the bundled scan of ``molecule`` (``tql.chem.available_scans()``).
         geometry, basis, charge, multiplicity, active_electrons, active_orbitals: build the
             Hamiltonian with PySCF (``tql.chem.Molecule`` + ``molecular_hamiltonian``) instead.
-        ansatz: ``"uccsd"`` (HF + Givens excitations, angles 0) or ``"hardware_efficient"``
-            (``n_layers`` RY/CNOT layers starting at HF, small random angles from ``seed``).
+        ansatz: ``"uccsd"`` (HF + Givens excitations, angles 0; needs a Jordan–Wigner Hamiltonian)
+            or ``"hardware_efficient"`` (``n_layers`` RY/CNOT layers starting at HF, small random
+            angles from ``seed``). An option the chosen ansatz does not use (``n_layers`` with
+            ``"uccsd"``; ``seed`` with ``"uccsd"`` and no ``shots``) must keep its default: a
+            ValueError says so instead of ignoring it.
         optimizer, lr: ``"adam"`` (default lr 0.1), ``"sgd"``, ``"lbfgs"`` (Lightning's closure
             drives its line search), ``"qng"`` (quantum natural gradient with the ansatz's metric),
             ``"spsa"`` (two energies per step, no gradient; the task then steps it itself, as
             Lightning's manual optimisation), or another ``torch.optim`` class name.
         diff_method: ``"auto"`` (default: backprop while its stored states fit in
-            ``tql.grad.AUTO_BACKPROP_BYTES``, the faster method there; adjoint beyond),
-            ``"adjoint"``, ``"backprop"`` or ``"parameter-shift"``.
+            ``tql.grad.AUTO_BACKPROP_BYTES``, the faster method there; adjoint beyond; with
+            ``shots``, parameter-shift), ``"adjoint"``, ``"backprop"`` or ``"parameter-shift"``.
+        shots: ``None`` (default: exact ⟨H⟩), or the number of samples per group of qubit-wise
+            commuting terms from which each energy (and each parameter-shift term of its
+            gradient) is estimated, as on hardware. The samples of step k come from a
+            ``torch.Generator`` seeded with (``seed``, k), so a resumed run draws what an
+            uninterrupted one would. Needs ``diff_method="auto"`` or ``"parameter-shift"``
+            (``"backprop"`` too with ``optimizer="spsa"``, which takes no gradient). The logged
+            ``energy`` / ``error_mha`` and ``history`` are then estimates; ``final_energy()``,
+            ``error_mha``, ``best_energy`` and ``validate``/``test``/``predict`` stay exact.
         dtype: ``"complex128"`` (default) or ``"complex64"``.
         init_weights: starting angles (a list of floats), e.g. from a neighbouring geometry.
     """
@@ -85,7 +98,8 @@ class VQETask(SinglePointTask):
                  multiplicity: int = 1, active_electrons: Optional[int] = None,
                  active_orbitals: Optional[Union[int, list]] = None, ansatz: str = "uccsd", n_layers: int = 2,
                  optimizer: str = "adam", lr: Optional[float] = None, diff_method: str = "auto",
-                 dtype: str = "complex128", seed: int = 0, init_weights: Optional[list] = None):
+                 dtype: str = "complex128", seed: int = 0, init_weights: Optional[list] = None,
+                 shots: Optional[int] = None):
         super().__init__()
         # validate everything cheap before building anything
         if not isinstance(ansatz, str) or ansatz.lower().replace("-", "_") not in ANSATZE:
@@ -104,6 +118,16 @@ class VQETask(SinglePointTask):
         if lr is not None and (isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr)
                                or lr <= 0):
             raise ValueError(f"VQETask: lr must be a positive number, got {lr!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"VQETask: seed must be an int, got {seed!r}")
+        if shots is not None and (isinstance(shots, bool) or not isinstance(shots, int) or shots < 1):
+            raise ValueError(f"VQETask: shots must be a positive int or None (exact energies), got {shots!r}")
+        if shots is not None and (diff_method == "adjoint" or (diff_method == "backprop"
+                                                               and optimizer.lower() != "spsa")):
+            raise ValueError(f"VQETask: with shots={shots} the energy is an estimate from samples, which has no "
+                             f"{diff_method!r} gradient; use diff_method='auto' (parameter-shift with shots) or "
+                             f"'parameter-shift', or a gradient-free optimizer='spsa'")
+        self._check_unused_options(ansatz, n_layers=n_layers, seed=seed, shots=shots)
         geometry = _plain_geometry(geometry)
         bond_length = None if bond_length is None else float(bond_length)
         self.save_hyperparameters(ignore=["init_weights"])     # plain values only (weights_only=True loads)
@@ -116,7 +140,13 @@ class VQETask(SinglePointTask):
         self.hf_energy = float(self.info.hf_energy)
         n, ne, cdtype = self.info.n_qubits, self.info.n_electrons, _DTYPES[dtype]
         if ansatz == "uccsd":
+            if self.info.mapping != "jordan_wigner":
+                raise ValueError(f"VQETask: ansatz='uccsd' needs a Jordan–Wigner Hamiltonian, but {self.info.name} is "
+                                 f"mapped with {self.info.mapping!r}: there its Givens excitations do not move "
+                                 f"electrons between spin orbitals (nor conserve their number); use "
+                                 f"ansatz='hardware_efficient' or a Jordan–Wigner Hamiltonian")
             self.circuit = chem.uccsd(n, ne, reference=tuple(self.info.hf_state), dtype=cdtype)
+            check_givens_hamiltonian(self.circuit, self.H, "VQETask")
         else:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
@@ -129,8 +159,25 @@ class VQETask(SinglePointTask):
         self.automatic_optimization = optimizer.lower() != "spsa"
         self._seen_step = -1
         self._best = None                  # (energy, angles) of the lowest energy logged in this process
+        self._generator = None             # (step, torch.Generator) of the shot samples
 
     # -- construction -----------------------------------------------------------------------------
+    @staticmethod
+    def _check_unused_options(ansatz, **given) -> None:
+        """An option the chosen ansatz does not use must keep its default (it was ignored silently)."""
+        defaults = {k: p.default for k, p in inspect.signature(VQETask.__init__).parameters.items()}
+        uses = {"n_layers": ansatz == "hardware_efficient",
+                "seed": ansatz == "hardware_efficient" or given["shots"] is not None}
+        why = {"n_layers": "only ansatz='hardware_efficient' has layers",
+               "seed": "it seeds ansatz='hardware_efficient''s initial angles and the samples of shots=N"}
+        bad = [k for k in ("n_layers", "seed") if not uses[k] and given[k] != defaults[k]]
+        if bad:
+            opts = ", ".join(f"{k}={given[k]!r}" for k in bad)
+            raise ValueError(f"VQETask: {opts} {'is' if len(bad) == 1 else 'are'} not used by ansatz={ansatz!r}"
+                             f"{'' if given['shots'] is not None else ' without shots'} ("
+                             f"{'; '.join(why[k] for k in bad)}); leave "
+                             f"{', '.join(f'{k}={defaults[k]!r}' for k in bad)} (the default)")
+
     @staticmethod
     def _hamiltonian(molecule, bond_length, geometry, basis, charge, multiplicity, active_electrons,
                      active_orbitals):
@@ -176,8 +223,25 @@ class VQETask(SinglePointTask):
 
     # -- Lightning hooks --------------------------------------------------------------------------
     def forward(self) -> torch.Tensor:
-        """⟨H⟩ at the current angles (a 0-d tensor)."""
-        return _energy(self.circuit, self.H, diff_method=self.hparams.diff_method)
+        """⟨H⟩ at the current angles (a 0-d tensor); with ``shots``, its estimate from samples."""
+        shots = self.hparams.get("shots")
+        if shots is None:
+            return _energy(self.circuit, self.H, diff_method=self.hparams.diff_method)
+        return _energy(self.circuit, self.H, diff_method=self.hparams.diff_method, shots=shots,
+                       generator=self.shot_generator())
+
+    def shot_generator(self, step: Optional[int] = None) -> torch.Generator:
+        """The generator of the shot samples of optimizer step ``step`` (default: the current one),
+        seeded from (``seed``, step) alone: fresh at the first energy of a step, then continued by
+        its later evaluations (parameter-shift terms, line searches, SPSA's two energies)."""
+        step = int(self.global_step) if step is None else int(step)
+        device = self.circuit.weights.device
+        if self._generator is None or self._generator[0] != step or self._generator[1].device != device:
+            entropy = np.random.SeedSequence([self.hparams.seed % 2 ** 63, step]).generate_state(2, np.uint32)
+            gen = torch.Generator(device=device)
+            gen.manual_seed(int(entropy[0]) << 31 | int(entropy[1]) >> 1)
+            self._generator = (step, gen)
+        return self._generator[1]
 
     def training_step(self, batch, batch_idx):
         if not self.automatic_optimization:
@@ -228,10 +292,21 @@ class VQETask(SinglePointTask):
         """⟨H⟩ at the current angles, in Ha."""
         return float(_energy(self.circuit, self.H, diff_method="backprop"))
 
+    def _best_exact(self) -> Optional[float]:
+        """The exact energy of the best-logged angles (with shots the logged value is an estimate)."""
+        if self._best is None:
+            return None
+        if self.hparams.get("shots") is None:
+            return self._best[0]
+        with torch.no_grad():
+            return float(circuit_expval(self.circuit, self.H, weights=self._best[1]).reshape(()))
+
     def restore_best(self) -> bool:
         """Put back the angles of the lowest logged energy if they beat the current ones (the last
-        optimizer step, taken after the stopping check, can overshoot). True if it changed them."""
-        if self._best is None or self._best[0] >= self.final_energy():
+        optimizer step, taken after the stopping check, can overshoot; with ``shots`` the two are
+        compared by their exact energies). True if it changed them."""
+        best = self._best_exact()
+        if best is None or best >= self.final_energy():
             return False
         with torch.no_grad():
             self.circuit.weights.copy_(self._best[1])
@@ -239,7 +314,12 @@ class VQETask(SinglePointTask):
 
     @property
     def best_energy(self) -> float:
-        """The lowest energy seen (the history and the current angles)."""
+        """The lowest energy seen (the history and the current angles). With ``shots``: the exact
+        energy of the best-logged angles or of the current ones (the minimum of noisy estimates
+        would be biased low)."""
+        if self.hparams.get("shots") is not None:
+            best = self._best_exact()
+            return self.final_energy() if best is None else min(best, self.final_energy())
         return min(self.history + [self.final_energy()])
 
     @property
@@ -248,7 +328,8 @@ class VQETask(SinglePointTask):
 
     @property
     def steps_to_accuracy(self) -> Optional[int]:
-        """Optimizer steps until the energy was within 1.6 mHa of FCI (None if never)."""
+        """Optimizer steps until the energy was within 1.6 mHa of FCI (None if never; with
+        ``shots``, the logged estimates)."""
         for k, e in enumerate(self.history):
             if abs(e - self.fci_energy) < CHEMICAL_ACCURACY:
                 return k

@@ -311,3 +311,23 @@ def test_vectorised_map_scales():
     H = CH.qubit_hamiltonian(h, g)
     assert time.perf_counter() - t < 5
     assert H.n_wires == 20 and H.is_hermitian
+
+
+def test_negative_or_non_finite_tol_is_refused():
+    """tol=-1 kept exactly-zero terms (a 0.0 * I in the result); nan/inf dropped everything or nothing."""
+    op = FermionOperator("0^ 0") - FermionOperator("0^ 0")          # cancels: the zero operator
+    assert len(F.fermion_to_qubit(op)) == 0
+    for bad in (-1.0, -1e-15, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=rf"fermion_to_qubit: tol must be a finite number >= 0.*{bad}"):
+            F.fermion_to_qubit(op, tol=bad)
+        with pytest.raises(ValueError, match="tol must be a finite number >= 0"):
+            F.jordan_wigner(FermionOperator("0^ 1") + FermionOperator("1^ 0"), tol=bad)
+        with pytest.raises(ValueError, match="qubit_hamiltonian: tol must be"):
+            CH.qubit_hamiltonian(np.eye(2), np.zeros((2, 2, 2, 2)), tol=bad)
+    for bad in ("1e-12", None, True):
+        with pytest.raises(TypeError, match="fermion_to_qubit: tol must be a real number"):
+            F.fermion_to_qubit(op, tol=bad)
+    # tol=0 is allowed and keeps every non-zero term: n_0 = (I - Z_0)/2, dense oracle
+    H = F.fermion_to_qubit(FermionOperator("0^ 0"), tol=0)
+    np.testing.assert_allclose(pauli_dense(H, 1), fermion_dense(FermionOperator("0^ 0"), 1), atol=1e-15)
+    assert sorted(abs(c) for c in H.coeffs) == [0.5, 0.5]

@@ -373,3 +373,29 @@ def test_mapping_argument_errors():
 def test_unknown_basis_is_a_value_error(pyscf):
     with pytest.raises(ValueError, match="basis"):
         chem.molecular_hamiltonian(Molecule(h2(), basis="no-such-basis"))
+
+
+def test_info_from_dict_names_missing_keys_and_bad_values():
+    """A dict without "n_qubits" raised a bare KeyError: 'hf_state' (or a dataclass TypeError)."""
+    _, info = chem.load("H2")
+    d = info.to_dict()
+    for missing in (["n_qubits"], ["hf_state", "fci_energy"]):
+        bad = {k: v for k, v in d.items() if k not in missing}
+        with pytest.raises(ValueError, match=r"MoleculeInfo.from_dict: missing keys? " +
+                           ", ".join(f"'{k}'" for k in missing) + r" \(required: name, n_qubits"):
+            chem.MoleculeInfo.from_dict(bad)
+    optional = {k: v for k, v in d.items() if k not in ("geometry", "provenance", "mapping", "basis")}
+    again = chem.MoleculeInfo.from_dict(optional)                  # keys with defaults may be absent
+    assert again.hf_state == (1, 1, 0, 0) and again.mapping == "jordan_wigner" and again.geometry == []
+    assert chem.MoleculeInfo.from_dict({**d, "unknown": 1}) == info
+    for hf in ("11x0", [1, 2, 0, 0], 5):
+        with pytest.raises(ValueError, match=r"hf_state must be bits 0/1.*got " + repr(hf).replace("[", r"\[")):
+            chem.MoleculeInfo.from_dict({**d, "hf_state": hf})
+    with pytest.raises(TypeError, match="from_dict: expected a dict, got list"):
+        chem.MoleculeInfo.from_dict([("name", "H2")])
+
+
+def test_molecular_hamiltonian_tol_checked_before_pyscf(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyscf", None)                 # no PySCF needed to refuse it
+    with pytest.raises(ValueError, match=r"molecular_hamiltonian: tol must be a finite number >= 0 .*got -1.0"):
+        chem.molecular_hamiltonian(Molecule(h2()), tol=-1)

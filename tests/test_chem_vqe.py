@@ -338,3 +338,116 @@ def test_example_vqe_lih_active(capsys):
     r, info = _example("vqe_lih").main(["--active"])
     assert r.converged and abs(r.energy - info.fci_energy) < CHEM_ACC
     assert "chemical accuracy reached" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------------
+# k-UpCCGSD from an open-shell reference; Givens ansätze need a Jordan-Wigner Hamiltonian
+def dense_pauli_sum(H, n):
+    """NumPy Kronecker-product matrix of a Pauli sum (qubit 0 = most significant bit)."""
+    out = np.zeros((2 ** n, 2 ** n), dtype=np.complex128)
+    for c, p in H.terms:
+        out += complex(c) * O.kron(*[O.PAULI[p.letter(w) if w in p.wires else "I"] for w in range(n)])
+    return out
+
+
+H4_TRIPLET = "H 0 0 0; H 0 0 1.0; H 0 0 2.0; H 0 0 3.0"
+
+
+@pytest.fixture(scope="module")
+def h4_triplet():
+    pytest.importorskip("pyscf")
+    from pyscf import gto, scf
+    H, info = chem.molecular_hamiltonian(chem.Molecule(H4_TRIPLET, multiplicity=3))
+    mf = scf.ROHF(gto.M(atom=H4_TRIPLET, basis="sto-3g", spin=2, verbose=0)).run(conv_tol=1e-11)
+    return H, info, float(mf.e_tot), dense_pauli_sum(H, info.n_qubits)
+
+
+def test_k_upccgsd_open_shell_reference_against_pyscf_rohf(h4_triplet, dtype):
+    """Triplet H4 (3 α, 1 β): the ROHF determinant α0 β0 α1 α2 = 11101000 is not the first four
+    qubits. At zero angles the circuit must prepare it (energy = PySCF's ROHF energy = the dense
+    diagonal element); trained, it reaches the dense ground energy of the (3, 1) sector."""
+    H, info, e_rohf, D = h4_triplet
+    n = info.n_qubits
+    assert info.hf_state == (1, 1, 1, 0, 1, 0, 0, 0)
+    ref = int("11101000", 2)
+    assert D[ref, ref].real == pytest.approx(e_rohf, abs=1e-8)                 # dense oracle vs PySCF
+    tol = 1e-4 if dtype == torch.complex64 else 1e-8
+    c = chem.k_upccgsd(n, 4, k=2, reference=info.hf_state, dtype=dtype)
+    assert c.count_ops()["X"] == 4
+    assert float(chem.energy(c, H).detach()) == pytest.approx(e_rohf, abs=tol)
+    default = chem.k_upccgsd(n, 4, k=2, dtype=dtype)                          # closed-shell 11110000
+    assert float(chem.energy(default, H).detach()) == pytest.approx(D[0b11110000, 0b11110000].real, abs=tol)
+    assert abs(D[0b11110000, 0b11110000].real - e_rohf) > 0.1
+    # the sector's exact ground energy (dense, eigh) is what the trained circuit reaches
+    bits = popcounts(n)
+    sector = (bits[:, 0::2].sum(1) == 3) & (bits[:, 1::2].sum(1) == 1)
+    e0 = np.linalg.eigvalsh(D[np.ix_(sector, sector)])[0]
+    assert e0 == pytest.approx(info.fci_energy, abs=1e-8)
+    if dtype == torch.complex128:
+        torch.manual_seed(0)
+        c = chem.k_upccgsd(n, 4, k=2, reference=info.hf_state, init="small", dtype=dtype)
+        r = chem.vqe(H, c, steps=100, optimizer="lbfgs")
+        assert r.energy == pytest.approx(e0, abs=1e-6) and r.energy >= e0 - 1e-9
+        p = c().detach()[0].abs().numpy() ** 2
+        assert p[~sector].sum() < 1e-10                                       # stays in the (3, 1) sector
+
+
+def test_k_upccgsd_reference_errors():
+    with pytest.raises(ValueError, match="holds 1 electrons, not 2"):
+        chem.k_upccgsd(4, 2, reference="1000")
+    with pytest.raises(ValueError, match="reference state must be 4 bits"):
+        chem.k_upccgsd(4, 2, reference="11000")
+    with pytest.raises(ValueError, match="do not fit"):
+        chem.k_upccgsd(4, 5)
+    assert chem.k_upccgsd(4, 2, reference="1010").count_ops()["X"] == 2
+
+
+@pytest.mark.parametrize("geometry, mapping, conserved", [
+    ("H 0 0 0; H 0 0 0.74", "jordan_wigner", True), ("H 0 0 0; H 0 0 0.74", "parity", False),
+    ("H 0 0 0; H 0 0 0.74", "bravyi_kitaev", True),        # an accident of 4 qubits, see the dense check
+    ("H 0 0 0; H 0 0 1.0; H 0 0 2.0; H 0 0 3.0", "bravyi_kitaev", False)])
+def test_number_commutator_against_dense_matrices(geometry, mapping, conserved):
+    pytest.importorskip("pyscf")
+    from torchquantum_layers.chem.vqe import number_commutator_norm
+    H, info = chem.molecular_hamiltonian(chem.Molecule(geometry), mapping=mapping, fci=False)
+    n = info.n_qubits
+    D = dense_pauli_sum(H, n)
+    weight = popcounts(n).sum(1)
+    comm = D * (weight[:, None] - weight[None, :])              # [H, N] with N = number of 1s
+    assert (np.abs(comm).max() < 1e-12) == conserved
+    # [H, Σ Z]/2 = -[H, N]: its largest Pauli coefficient, by projecting on every Pauli string (n = 4)
+    if n == 4:
+        coeffs = [abs(np.trace(O.pauli_matrix("".join(s)) @ -comm)) / 2 ** n
+                  for s in itertools.product("IXYZ", repeat=n)]
+        assert number_commutator_norm(H) == pytest.approx(max(coeffs), abs=1e-12)
+    else:
+        assert (number_commutator_norm(H) < 1e-12) == conserved
+    c = chem.uccsd(n, info.n_electrons, dtype=torch.complex128)
+    if conserved:
+        chem.vqe(H, c, steps=0)
+    else:
+        with pytest.raises(ValueError, match=r"vqe: the circuit's Givens excitations.*does not commute.*"
+                                             r"parity or Bravyi–Kitaev.*mapping='jordan_wigner'"):
+            chem.vqe(H, c, steps=1)
+        with pytest.raises(ValueError, match="ssvqe: the circuit's Givens excitations"):
+            chem.ssvqe(H, chem.k_upccgsd(n, info.n_electrons), k=2, steps=1)
+        torch.manual_seed(0)                                    # no number assumption: accepted
+        chem.vqe(H, chem.hardware_efficient(n, 1, reference=info.hf_state, dtype=torch.complex128), steps=1)
+
+
+def test_vqe_target_and_atol_must_be_finite():
+    """target=nan and atol<0 were accepted and the run could never converge."""
+    H, info = chem.load("H2")
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=f"vqe: target must be a finite number, got {bad}"):
+            chem.vqe(H, chem.uccsd(4, 2), steps=1, target=bad)
+    with pytest.raises(ValueError, match=r"vqe: atol must be a finite number >= 0, got -0.001"):
+        chem.vqe(H, chem.uccsd(4, 2), steps=1, target=info.fci_energy, atol=-1e-3)
+    with pytest.raises(ValueError, match="atol must be a finite number >= 0, got nan"):
+        chem.vqe(H, chem.uccsd(4, 2), steps=1, atol=float("nan"))
+    for name, kw in (("target", dict(target="-1.1")), ("atol", dict(atol=True)), ("target", dict(target=1j))):
+        with pytest.raises(TypeError, match=f"vqe: {name} must be a real number"):
+            chem.vqe(H, chem.uccsd(4, 2), steps=1, **kw)
+    r = chem.vqe(H, chem.uccsd(4, 2, dtype=torch.complex128), steps=100, target=torch.tensor(info.fci_energy),
+                 atol=0.01)
+    assert r.converged and abs(r.energy - info.fci_energy) <= 0.01

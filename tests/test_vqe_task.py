@@ -1,6 +1,8 @@
 """lightning_tasks.vqe: VQE through the Lightning Trainer (H2, bundled; no PySCF, no data)."""
+import math
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -198,3 +200,153 @@ def test_validate_test_and_predict_evaluate_the_angles(tmp_path):
     (val,) = make_trainer().validate(VQETask("H2"), ckpt_path=str(tmp_path / "last.ckpt"), verbose=False)
     assert val["val_energy"] == pytest.approx(task.final_energy(), abs=1e-9)
     assert val["val_error_mha"] < CHEMICAL_ACCURACY_MHA
+
+
+# ------------------------------------------------------------------------------------------------
+# options the chosen ansatz does not use; mappings the ansatz cannot use
+@pytest.mark.parametrize("kwargs, bad", [(dict(n_layers=3), "n_layers=3"), (dict(seed=7), "seed=7"),
+                                         (dict(n_layers=1, seed=1), "n_layers=1, seed=1")])
+def test_options_the_ansatz_does_not_use_are_refused(kwargs, bad):
+    """VQETask("H2", ansatz="uccsd", n_layers=3) used to build the same UCCSD circuit silently."""
+    with pytest.raises(ValueError, match=rf"{bad} (is|are) not used by ansatz='uccsd' without shots.*leave"):
+        VQETask("H2", ansatz="uccsd", **kwargs)
+    # the defaults, explicitly, are fine; hardware_efficient uses both; seed also seeds the shots
+    VQETask("H2", ansatz="uccsd", n_layers=2, seed=0)
+    VQETask("H2", ansatz="hardware_efficient", **kwargs)
+    VQETask("H2", ansatz="uccsd", seed=7, shots=100)
+    with pytest.raises(ValueError, match="n_layers=3 is not used by ansatz='uccsd' \\("):
+        VQETask("H2", ansatz="uccsd", n_layers=3, shots=100)
+    with pytest.raises(ValueError, match="seed must be an int, got 1.5"):
+        VQETask("H2", seed=1.5)
+
+
+def test_hardware_efficient_seed_and_layers_change_the_circuit():
+    a, b = (VQETask("H2", ansatz="hardware_efficient", seed=s) for s in (0, 1))
+    assert not torch.equal(a.circuit.weights, b.circuit.weights)
+    assert VQETask("H2", ansatz="hardware_efficient", n_layers=3).circuit.num_parameters > a.circuit.num_parameters
+
+
+def test_uccsd_refuses_a_non_jordan_wigner_hamiltonian(monkeypatch):
+    import dataclasses
+    import torchquantum_layers.chem as chem
+    load = chem.load
+
+    def parity_load(name, bond_length=None):
+        H, info = load(name, bond_length=bond_length)
+        return H, dataclasses.replace(info, mapping="parity")
+
+    monkeypatch.setattr(chem, "load", parity_load)
+    with pytest.raises(ValueError, match="ansatz='uccsd' needs a Jordan–Wigner Hamiltonian.*'parity'"):
+        VQETask("H2")
+    VQETask("H2", ansatz="hardware_efficient")                      # no particle-number assumption
+
+
+# ------------------------------------------------------------------------------------------------
+# shots
+def _dense_h2_groups(H):
+    """Dense matrices (NumPy Kronecker products) of the qubit-wise commuting groups of the H2
+    Hamiltonian: all Z-type terms together, each X/Y term alone (for H2 under JW every X/Y term
+    has X or Y on all four qubits, two differing letters from any other one: the partition is forced)."""
+    from . import oracle as O
+    z_group, others, const = 0, [], 0.0
+    for c, p in H.terms:
+        m = O.kron(*[O.PAULI[p.letter(w) if w in p.wires else "I"] for w in range(4)])
+        if not p.wires:
+            const += float(c)
+        elif p.x_mask == 0:
+            z_group = z_group + float(c) * m
+        else:
+            others.append(float(c) * m)
+    assert len(others) == 4
+    return const, [z_group] + others
+
+
+def _dense_uccsd_h2_state(w):
+    from . import oracle as O
+    ops = [("X", 0, ()), ("X", 1, ()), ("DOUBLEEXCITATION", [0, 1, 2, 3], (w[0],)),
+           ("SINGLEEXCITATION", [0, 2], (w[1],)), ("SINGLEEXCITATION", [1, 3], (w[2],))]
+    zero = np.zeros((1, 16), dtype=np.complex128)
+    zero[0, 0] = 1
+    return O.run_ops(ops, 4, zero)[0]
+
+
+class _Angles(pl.Callback):
+    def __init__(self):
+        self.seen = []
+
+    def on_train_batch_start(self, trainer, module, batch, batch_idx):
+        self.seen.append(module.circuit.weights.detach().clone().numpy())
+
+
+def test_shots_logged_energy_has_the_right_mean_and_spread():
+    """Each logged energy is an estimate from `shots` samples per QWC group: its mean is the exact
+    <H> and its variance Σ_g Var_ψ(O_g) / shots, both from the dense oracle at the angles of that step."""
+    import torchquantum_layers.chem as chem
+    H, _ = chem.load("H2")
+    const, groups = _dense_h2_groups(H)
+    shots, z = 500, []
+    histories = []
+    for seed in range(4):
+        task = VQETask("H2", shots=shots, seed=seed, init_weights=[0.3, -0.2, 0.1], optimizer="sgd", lr=0.05)
+        rec = _Angles()
+        make_trainer(max_steps=30, callbacks=[rec]).fit(task)
+        assert len(rec.seen) == len(task.history) == 30
+        histories.append(task.history)
+        for w, logged in zip(rec.seen, task.history):
+            psi = _dense_uccsd_h2_state(w)
+            means = [float(np.real(psi.conj() @ g @ psi)) for g in groups]
+            var = sum(float(np.real(psi.conj() @ g @ g @ psi)) - m * m for g, m in zip(groups, means)) / shots
+            z.append((logged - const - sum(means)) / math.sqrt(var))
+    z = np.array(z)
+    m = len(z)
+    assert abs(z.mean()) < 5 / math.sqrt(m), z.mean()                       # 5 standard errors
+    assert abs(z.var(ddof=1) - 1) < 5 * math.sqrt(2 / (m - 1)), z.var(ddof=1)
+    assert len({h[0] for h in histories}) == 4                             # the seeds differ
+
+
+def test_shots_h2_run_gets_near_fci():
+    task = fit_vqe("H2", max_steps=50, stop_at_accuracy=False, shots=2000, seed=1)
+    assert task.hparams.shots == 2000 and task.global_step == 50
+    assert task.error_mha < 3.0                                            # exact energy of the angles found
+    assert task.best_energy >= task.fci_energy - 1e-9                      # exact, so variational
+    assert task.final_energy() >= task.fci_energy - 1e-9
+    assert task.history[-1] != pytest.approx(task.final_energy(), abs=1e-9)   # the history holds estimates
+    (val,) = make_trainer().validate(task, verbose=False)
+    assert val["val_energy"] == pytest.approx(task.final_energy(), abs=1e-9)  # evaluation stays exact
+
+
+def test_shots_resume_reproduces_an_uninterrupted_run(tmp_path):
+    kw = dict(shots=300, seed=3, lr=0.05)
+    task = VQETask("H2", **kw)
+    ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)
+    make_trainer(max_steps=3, callbacks=[ckpt], enable_checkpointing=True).fit(task)
+    raw = torch.load(tmp_path / "last.ckpt", weights_only=True)
+    assert raw["hyper_parameters"]["shots"] == 300
+    fresh = VQETask(**raw["hyper_parameters"])
+    make_trainer(max_steps=6).fit(fresh, ckpt_path=str(tmp_path / "last.ckpt"))
+    straight = VQETask("H2", **kw)
+    make_trainer(max_steps=6).fit(straight)
+    assert fresh.history == straight.history                               # the same samples, step by step
+    assert torch.equal(fresh.circuit.weights, straight.circuit.weights)
+    # each step draws its own samples (seeded by seed and step)
+    a = torch.rand(4, generator=straight.shot_generator(7))
+    assert not torch.equal(a, torch.rand(4, generator=straight.shot_generator(8)))
+    assert torch.equal(a, torch.rand(4, generator=VQETask("H2", **kw).shot_generator(7)))
+
+
+def test_shots_choose_parameter_shift_and_refuse_exact_gradients():
+    from torchquantum_layers.grad import resolve_diff_method
+    task = VQETask("H2", shots=100)
+    assert resolve_diff_method(task.hparams.diff_method, task.circuit, shots=100) == "parameter-shift"
+    task.circuit.weights.data.fill_(0.1)
+    e = task()
+    e.backward()                                                           # parameter-shift with samples
+    assert task.circuit.weights.grad is not None and e.requires_grad
+    for method in ("adjoint", "backprop"):
+        with pytest.raises(ValueError, match=f"shots=100 .* no '{method}' gradient.*parameter-shift"):
+            VQETask("H2", shots=100, diff_method=method)
+    VQETask("H2", shots=100, diff_method="backprop", optimizer="spsa")      # SPSA takes no gradient
+    VQETask("H2", shots=100, diff_method="parameter-shift")
+    for bad in (0, -5, 2.5, True, "100"):
+        with pytest.raises(ValueError, match="shots must be a positive int or None"):
+            VQETask("H2", shots=bad)

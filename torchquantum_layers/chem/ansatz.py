@@ -128,11 +128,7 @@ def uccsd(circuit: CircuitLike, n_electrons: int, singles=None, doubles=None, hf
     c = _circuit(circuit, what, dtype)
     n = c.n_wires
     n_electrons = _int(n_electrons, "n_electrons", what, 0)
-    if n_electrons > n:
-        raise ValueError(f"{what}: {n_electrons} electrons do not fit in {n} qubits")
-    bits = hf_state(n_electrons, n) if reference is None else _bits(reference, n, what)
-    if sum(bits) != n_electrons:
-        raise ValueError(f"{what}: the reference {bits} holds {sum(bits)} electrons, not {n_electrons}")
+    bits = _reference_bits(n_electrons, n, reference, what)
     if singles is None or doubles is None:
         occ = [i for i, b in enumerate(bits) if b]
         s0, d0 = excitations(n_electrons, n, occupied=None if reference is None else occ)
@@ -159,18 +155,33 @@ def generalized_excitations(n_qubits: int):
     return singles, doubles
 
 
+def _reference_bits(n_electrons, n, reference, what) -> tuple:
+    """The reference determinant: ``reference`` bits (checked to hold ``n_electrons``) or the
+    first ``n_electrons`` qubits."""
+    if n_electrons > n:
+        raise ValueError(f"{what}: {n_electrons} electrons do not fit in {n} qubits")
+    bits = hf_state(n_electrons, n) if reference is None else _bits(reference, n, what)
+    if sum(bits) != n_electrons:
+        raise ValueError(f"{what}: the reference {bits} holds {sum(bits)} electrons, not {n_electrons}")
+    return bits
+
+
 def k_upccgsd(circuit: CircuitLike, n_electrons: int, k: int = 1, hf: bool = True,
-              init: Union[float, str] = "zeros", dtype=None) -> Circuit:
+              init: Union[float, str] = "zeros", reference: Optional[Sequence[int]] = None,
+              dtype=None) -> Circuit:
     """k-UpCCGSD (Lee et al. 2019) with Givens gates: ``k`` layers of paired generalized doubles
     then generalized spin-conserving singles, after the HF state. ``init="small"`` breaks the
-    symmetry between layers when ``k > 1``."""
+    symmetry between layers when ``k > 1``. ``reference`` gives other HF bits (open shells, e.g.
+    ``info.hf_state`` of a triplet: α0 β0 α1 α2 is ``11101000``, not the first four qubits);
+    the gates conserve N and S_z, so the circuit stays in the reference's (N_α, N_β) sector."""
     what = "k_upccgsd"
     c = _circuit(circuit, what, dtype)
     k = _int(k, "k", what, 1)
     n_electrons = _int(n_electrons, "n_electrons", what, 0)
+    bits = _reference_bits(n_electrons, c.n_wires, reference, what)
     singles, doubles = generalized_excitations(c.n_wires)
     if hf:
-        hartree_fock(c, n_electrons)
+        hartree_fock(c, state=bits)
     for _ in range(k):
         for d in doubles:
             c.add("DOUBLEEXCITATION", tuple(d), trainable=True, init=init)

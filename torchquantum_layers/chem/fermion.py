@@ -366,6 +366,16 @@ def _accumulate(x, z, coef, n):
     return ux, uz, re_ + 1j * im_
 
 
+def _check_tol(tol, what: str) -> float:
+    """``tol`` as a float: a finite number >= 0 (a negative one would keep exactly-zero terms)."""
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real):
+        raise TypeError(f"{what}: tol must be a real number >= 0, got {tol!r}")
+    tol = float(tol)
+    if not (tol >= 0 and np.isfinite(tol)):
+        raise ValueError(f"{what}: tol must be a finite number >= 0 (|coeff| <= tol is dropped), got {tol!r}")
+    return tol
+
+
 def _to_hamiltonian(x, z, coef, n, tol):
     from ..observables import Hamiltonian, PauliString
     scale = max(1.0, float(np.abs(coef).max())) if coef.size else 1.0
@@ -392,6 +402,7 @@ def map_arrays(groups, n_modes: int, mapping: str = "jordan_wigner", constant: N
     :class:`~torchquantum_layers.observables.Hamiltonian` on ``n_modes`` qubits (|coeff| <= tol dropped).
     """
     mapping = _resolve_mapping(mapping)
+    tol = _check_tol(tol, "map_arrays")
     n_modes = int(n_modes)
     if not 1 <= n_modes <= MAX_MODES:
         raise ValueError(f"map_arrays: n_modes must be in [1, {MAX_MODES}], got {n_modes}")
@@ -429,6 +440,7 @@ def fermion_to_qubit(op: FermionOperator, mapping: str = "jordan_wigner", n_mode
     """
     if not isinstance(op, FermionOperator):
         raise TypeError(f"fermion_to_qubit: expected a FermionOperator, got {type(op).__name__}")
+    tol = _check_tol(tol, "fermion_to_qubit")
     need = op.n_modes
     if n_modes is None:
         n_modes = max(need, 1)

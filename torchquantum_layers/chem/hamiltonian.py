@@ -14,12 +14,13 @@ the constant and ``Σ_{i∈C} [2 (pq|ii) − (pi|iq)]`` to the active one-body i
 from __future__ import annotations
 
 import datetime
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Optional
 
 import numpy as np
 
-from .fermion import FermionOperator, _resolve_mapping, map_arrays, occupation_to_qubits, taper
+from .fermion import FermionOperator, _check_tol, _resolve_mapping, map_arrays, occupation_to_qubits, taper
 from .molecule import Molecule
 
 __all__ = ["MoleculeInfo", "molecular_hamiltonian", "qubit_hamiltonian", "fermionic_hamiltonian",
@@ -103,10 +104,26 @@ class MoleculeInfo:
 
     @classmethod
     def from_dict(cls, d: dict) -> "MoleculeInfo":
+        """The inverse of :meth:`to_dict` (unknown keys are ignored; keys with defaults may be absent)."""
+        if not isinstance(d, Mapping):
+            raise TypeError(f"MoleculeInfo.from_dict: expected a dict, got {type(d).__name__}")
         d = dict(d)
+        required = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING]
+        missing = [k for k in required if k not in d]
+        if missing:
+            raise ValueError(f"MoleculeInfo.from_dict: missing key{'s' if len(missing) > 1 else ''} "
+                             f"{', '.join(map(repr, missing))} (required: {', '.join(required)})")
         names = set(cls.__dataclass_fields__)
         d = {k: v for k, v in d.items() if k in names}
-        d["hf_state"] = tuple(int(b) for b in d["hf_state"])
+        bits = d["hf_state"]
+        try:
+            bits = tuple(int(b) for b in bits)
+        except (TypeError, ValueError):
+            bits = None
+        if bits is None or any(b not in (0, 1) for b in bits):
+            raise ValueError(f"MoleculeInfo.from_dict: hf_state must be bits 0/1 (a string such as '1100' or a "
+                             f"list), got {d['hf_state']!r}")
+        d["hf_state"] = bits
         d["geometry"] = [(s, tuple(c)) for s, c in d.get("geometry", [])]
         d["active_orbitals"] = tuple(d.get("active_orbitals", ()))
         d["frozen_orbitals"] = tuple(d.get("frozen_orbitals", ()))
@@ -157,6 +174,7 @@ def qubit_hamiltonian(h1, eri, constant: float = 0.0, mapping: str = "jordan_wig
                       spin_order: str = "interleaved", tol: float = 1e-12):
     """Qubit Hamiltonian of spatial-orbital integrals ``h1 (n, n)``, ``eri (n, n, n, n)`` (chemists'
     notation, real orbitals) and a constant, on ``2 n`` qubits; vectorised over all terms."""
+    tol = _check_tol(tol, "qubit_hamiltonian")
     n = np.asarray(h1).shape[0]
     groups = spin_orbital_terms(h1, eri, spin_order)
     return map_arrays(groups, 2 * n, mapping, float(constant), tol)
@@ -213,6 +231,7 @@ def molecular_hamiltonian(mol: Molecule, mapping: str = "jordan_wigner", two_qub
     if not isinstance(mol, Molecule):
         raise TypeError(f"molecular_hamiltonian: expected a tql.chem.Molecule, got {type(mol).__name__}")
     mapping = _resolve_mapping(mapping)
+    tol = _check_tol(tol, "molecular_hamiltonian")
     if two_qubit_reduction and mapping != "parity":
         raise ValueError(f"molecular_hamiltonian: two_qubit_reduction needs mapping='parity', got {mapping!r}")
     hint = ("Choose a smaller active space, e.g. Molecule(..., active_electrons=2, active_orbitals=4).")

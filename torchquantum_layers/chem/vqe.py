@@ -6,10 +6,12 @@ They are plain PyTorch loops over :func:`torchquantum_layers.grad.circuit_expval
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
+import numpy as np
 import torch
 
 from ..circuit import Circuit
@@ -17,7 +19,7 @@ from ..grad import circuit_expval
 from ..optim import make_optimizer, needs_closure_without_backward
 
 __all__ = ["energy", "vqe", "VQEResult", "ssvqe", "ssvqe_loss", "SSVQEResult", "make_optimizer",
-           "CHEMICAL_ACCURACY"]
+           "CHEMICAL_ACCURACY", "check_givens_hamiltonian", "number_commutator_norm"]
 
 CHEMICAL_ACCURACY = 1.6e-3
 """1.6 mHa (≈ 1 kcal/mol)."""
@@ -29,6 +31,69 @@ def energy(circuit: Circuit, H, state=None, diff_method: str = "backprop", shots
     with ``shots``, its estimate from that many samples per group of commuting terms."""
     e = circuit_expval(circuit, H, state=state, diff_method=diff_method, shots=shots, generator=generator)
     return e[0] if e.dim() == 1 and e.shape[0] == 1 else e
+
+
+GIVENS_GATES = ("SINGLEEXCITATION", "DOUBLEEXCITATION")
+
+
+def number_commutator_norm(H) -> float:
+    """Largest coefficient of ``[H, Σ_j Z_j] / 2`` (0 when ``H`` conserves the Jordan–Wigner particle
+    number ``N = Σ_j (1 − Z_j)/2``), from the Pauli masks alone: ``P(x, z)`` anticommutes with
+    ``Z_j`` for j in x, and then ``P(x, z) Z_j = ±i P(x, z ⊕ e_j)`` (+i where P has Y on j, −i for X)."""
+    terms = [(complex(c), int(p.x_mask), int(p.z_mask)) for c, p in H.terms]
+    if not terms:
+        return 0.0
+    c = np.array([t[0] for t in terms], dtype=np.complex128)
+    x = np.array([t[1] for t in terms], dtype=np.int64)
+    z = np.array([t[2] for t in terms], dtype=np.int64)
+    keys, vals = [], []
+    for j in range(int(H.n_wires)):
+        sel = ((x >> j) & 1) == 1
+        if not sel.any():
+            continue
+        zj = (z[sel] >> j) & 1
+        keys.append(np.stack([x[sel], z[sel] ^ (1 << j)], axis=1))
+        vals.append(c[sel] * np.where(zj == 1, 1j, -1j))
+    if not keys:
+        return 0.0
+    uniq, inv = np.unique(np.concatenate(keys), axis=0, return_inverse=True)
+    v = np.concatenate(vals)
+    inv = inv.reshape(-1)
+    acc = np.bincount(inv, weights=v.real, minlength=len(uniq)) + 1j * np.bincount(inv, weights=v.imag,
+                                                                                    minlength=len(uniq))
+    return float(np.abs(acc).max())
+
+
+def check_givens_hamiltonian(circuit: Circuit, H, what: str = "vqe") -> None:
+    """Refuse a circuit of Givens excitations (``uccsd``, ``k_upccgsd``) with a Hamiltonian that does
+    not conserve the number of 1s: the excitations are particle-number (and HF-reference) moves only
+    under Jordan–Wigner, so on a parity- or Bravyi–Kitaev-mapped molecule they leave its sector."""
+    if not hasattr(H, "terms") or not hasattr(H, "n_wires"):
+        return
+    if not any(op.gate.name in GIVENS_GATES for op in circuit.ops):
+        return
+    scale = max([1.0] + [abs(complex(c)) for c, _ in H.terms])
+    residue = number_commutator_norm(H)
+    if residue > 1e-9 * scale:
+        raise ValueError(
+            f"{what}: the circuit's Givens excitations (SINGLEEXCITATION / DOUBLEEXCITATION, as in uccsd and "
+            f"k_upccgsd) conserve the number of 1s, i.e. the particle number under Jordan–Wigner, but this "
+            f"Hamiltonian does not commute with the Jordan–Wigner number operator (|[H, N]| term up to "
+            f"{residue:.3g}): it looks mapped with parity or Bravyi–Kitaev, where these gates are no "
+            f"excitations and the ansatz leaves the molecule's sector. Build H with mapping='jordan_wigner' "
+            f"(the default), or use hardware_efficient for other mappings")
+
+
+def _finite_real(v, name, what, minimum=None):
+    if isinstance(v, torch.Tensor) and v.numel() == 1 and not v.is_complex():
+        v = float(v)
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{what}: {name} must be a real number, got {v!r}")
+    v = float(v)
+    if not math.isfinite(v) or (minimum is not None and v < minimum):
+        need = "a finite number" + ("" if minimum is None else f" >= {minimum:g}")
+        raise ValueError(f"{what}: {name} must be {need}, got {v!r}")
+    return v
 
 
 def _gradient_free(optimizer) -> bool:
@@ -100,7 +165,9 @@ def vqe(H, circuit: Circuit, steps: int = 100, optimizer="adam", lr: Optional[fl
     """Minimise ⟨H⟩ over ``circuit.weights`` (in place) for at most ``steps`` optimizer steps.
 
     With ``target`` (e.g. the FCI energy) it stops as soon as ``|E − target| <= atol`` (default:
-    chemical accuracy, 1.6 mHa). ``callback(k, energy, None)`` sees the energy after k steps.
+    chemical accuracy, 1.6 mHa; both finite, ``atol >= 0``). A circuit of Givens excitations
+    (``uccsd``, ``k_upccgsd``) needs a Jordan–Wigner Hamiltonian (one that conserves the number of
+    1s): with a parity or Bravyi–Kitaev one it raises ValueError. ``callback(k, energy, None)`` sees the energy after k steps.
     ``optimizer``: a name of :func:`tql.optim.make_optimizer` (``"adam"``, ``"lbfgs"``, ``"qng"``:
     natural gradient with this circuit's metric, ``"spsa"``: two energies per step, no gradient,
     ...), an optimizer class or instance, or a callable ``params -> optimizer``.
@@ -116,6 +183,10 @@ def vqe(H, circuit: Circuit, steps: int = 100, optimizer="adam", lr: Optional[fl
     if isinstance(state, torch.Tensor) and state.dim() == 2 and state.shape[0] != 1:
         raise ValueError(f"vqe: state must be one input state (shape (1, 2**n) or (2**n,)), got a batch of shape "
                          f"{tuple(state.shape)}; to target several states at once use tql.chem.ssvqe")
+    if target is not None:
+        target = _finite_real(target, "target", "vqe")
+    atol = _finite_real(atol, "atol", "vqe", minimum=0)
+    check_givens_hamiltonian(circuit, H, "vqe")
     if shots is not None and diff_method != "parameter-shift" and not _gradient_free(optimizer):
         raise ValueError(f"vqe: with shots the energy estimate has no {diff_method!r} gradient; use "
                          f"diff_method='parameter-shift' or optimizer='spsa'")
@@ -206,6 +277,7 @@ def ssvqe(H, circuit: Circuit, k: int, states=None, weights: Optional[Sequence[f
             raise ValueError(f"ssvqe: weights must decrease strictly (the first input state targets the ground "
                              f"state), got {w.tolist()}")
     phi = _basis_states(states, k, circuit.n_wires, circuit.dtype, circuit.device)
+    check_givens_hamiltonian(circuit, H, "ssvqe")
 
     def loss_fn():
         return ssvqe_loss(circuit, H, phi, w, diff_method)

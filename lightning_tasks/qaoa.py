@@ -77,7 +77,9 @@ __all__ = ["QAOATask", "QAOABest", "named_graph", "PROBLEMS", "PADDLE_GRAPH", "I
 
 PADDLE_GRAPH = [[0, 1], [1, 2], [2, 3], [3, 0], [1, 3]]
 INITS = ("ramp", "fixed", "random")
-OPTIMIZERS = ("adam", "sgd", "lbfgs")
+OPTIMIZERS = ("adam", "sgd", "lbfgs", "qng", "spsa")
+# QAOA angles move on a smaller scale than VQE's: gentler default steps
+DEFAULT_LRS = {"adam": 0.05, "sgd": 0.05, "qng": 0.1, "spsa": 0.05}
 DIFF_METHODS = ("adjoint", "backprop")
 _DTYPES = {"complex64": torch.complex64, "complex128": torch.complex128,
            "float32": torch.complex64, "float64": torch.complex128}
@@ -207,7 +209,12 @@ class QAOATask(SinglePointTask):
             Ising form (s = 1 for unit-weight MaxCut).
         mixer: ``"x"``, ``"xy"`` (one-hot problems: colouring, TSP, portfolio) or ``"swap"`` (TSP).
         optimizer, lr: ``"adam"`` (default lr 0.05), ``"sgd"`` (lr 0.05), ``"lbfgs"`` (lr 1, one
-            strong-Wolfe iteration per step) or another ``torch.optim`` class name.
+            strong-Wolfe iteration per step), ``"qng"`` (lr 0.1: the quantum natural gradient,
+            every start solved with the Fubini–Study metric of its own state,
+            :class:`~torchquantum_layers.optimization.QAOANaturalGradient`), ``"spsa"`` (lr 0.05:
+            two cost evaluations per step and no gradient, each start with its own estimate,
+            :class:`~torchquantum_layers.optimization.MultiStartSPSA`; the task steps it itself, as
+            Lightning's manual optimisation) or another ``torch.optim`` class name.
         grow, steps_per_layer: layer-by-layer growth p = 1 … ``p`` with INTERP warm starts, one new
             layer every ``steps_per_layer`` steps.
         diff_method: ``"adjoint"`` (default) or ``"backprop"``.
@@ -323,6 +330,8 @@ class QAOATask(SinglePointTask):
         self.register_buffer("best_depth_", torch.tensor(self.depth, dtype=torch.int64))
         self._history: list = []          # best-start cost per step (0-d tensors, no device sync)
         self._seen_step = -1
+        # SPSA's closure may only evaluate the costs, which Lightning's automatic closure does not
+        self.automatic_optimization = optimizer.lower() != "spsa"
 
     # -- construction -----------------------------------------------------------------------------
     @staticmethod
@@ -424,10 +433,16 @@ class QAOATask(SinglePointTask):
             self.grow_to(target)
 
     def training_step(self, batch, batch_idx):
-        costs = self()
+        manual = not self.automatic_optimization
+        with torch.set_grad_enabled(torch.is_grad_enabled() and not manual):
+            costs = self()
         if self._seen_step != self.global_step:        # L-BFGS evaluates several times per step
             self._seen_step = self.global_step
             self._log_step(costs.detach())
+        if manual:
+            # SPSA: the closure returns every start's cost, so each start gets its own estimate
+            self.optimizers().step(closure=lambda: self().detach())
+            return None
         return costs.sum()
 
     @torch.no_grad()
@@ -459,10 +474,27 @@ class QAOATask(SinglePointTask):
             self.log("best_ratio", ratio, prog_bar=True, **log)
             self.log("optimum_probability", prob @ self._optimum_vec, prog_bar=True, **log)
 
+    @torch.no_grad()
+    def _metric(self, angles: torch.Tensor) -> torch.Tensor:
+        """Fubini–Study metric ``(n_starts, 2P, 2P)`` of the current depth d's states w.r.t. the
+        columns of ``angles`` that depth reads (identity on the unused ones, whose gradient is 0)."""
+        d, P = self.depth, self.max_depth
+        g = opt.qaoa_metric(self.qaoas[str(d)], self._layout(angles, d))
+        if d == P:
+            return g
+        cols = torch.cat([torch.arange(d), torch.arange(P, P + d)]).to(g.device)
+        full = torch.eye(2 * P, dtype=g.dtype, device=g.device).repeat(g.shape[0], 1, 1)
+        full[:, cols[:, None], cols[None, :]] = g
+        return full
+
     def configure_optimizers(self):
-        # QAOA angles move on a smaller scale than VQE's: gentler default steps
-        return make_optimizer(self.hparams.optimizer, [self.angles], self.hparams.lr,
-                              default_lrs={"adam": 0.05, "sgd": 0.05})
+        name = self.hparams.optimizer.lower()
+        lr = self.hparams.lr if self.hparams.lr is not None else DEFAULT_LRS.get(name)
+        if name == "qng":
+            return opt.QAOANaturalGradient(self.angles, self._metric, lr=lr)
+        if name == "spsa":
+            return opt.MultiStartSPSA([self.angles], lr=lr, seed=int(self.hparams.seed))
+        return make_optimizer(self.hparams.optimizer, [self.angles], lr, default_lrs=DEFAULT_LRS)
 
     def on_save_checkpoint(self, checkpoint) -> None:
         checkpoint["qaoa_depth"] = int(self.depth)

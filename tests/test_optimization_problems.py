@@ -429,3 +429,64 @@ def test_named_graph_builders_check_their_size():
         opt.complete_graph(-1)
     with pytest.raises(TypeError, match="complete_graph: n_nodes must be an int"):
         opt.complete_graph("4")
+
+
+# ------------------------------------------------------------------------------------------------
+# audit leftovers: the TSP diagonal, decoding arrays, optima that violate the constraints
+def test_tsp_ignores_whatever_the_diagonal_holds():
+    D = tsp_instance(4, 3)
+    ref = opt.tsp(D)
+    for fill in (float("inf"), float("nan"), 7.0, -3.0):
+        E = np.array(D, dtype=float)
+        np.fill_diagonal(E, fill)
+        pr = opt.tsp(E)
+        torch.testing.assert_close(pr.diagonal, ref.diagonal, rtol=0, atol=0)
+        best = min(tour_length(np.array(D), (0,) + p) for p in itertools.permutations(range(1, 4)))
+        assert opt.exact_solution(pr).objective == pytest.approx(best)
+    E = np.array(D, dtype=float)
+    E[1, 2] = float("inf")                                     # off the diagonal it is still an error
+    with pytest.raises(ValueError, match=r"distances\[1, 2\] is inf"):
+        opt.tsp(E)
+    E[1, 2] = float("nan")
+    with pytest.raises(ValueError, match=r"distances\[1, 2\] is nan"):
+        opt.tsp(E)
+
+
+def test_decode_takes_numpy_and_bool_bit_arrays():
+    pr = opt.max_independent_set(PADDLE)
+    want = pr.decode("1010")
+    assert want == [0, 2]
+    for bits in (np.array([1, 0, 1, 0]), np.array([1.0, 0.0, 1.0, 0.0]), np.array([True, False, True, False]),
+                 torch.tensor([True, False, True, False]), [True, False, True, False], (1, 0, 1, 0),
+                 np.array([[1, 0, 1, 0]]), np.int64(0b1010), torch.tensor(0b1010)):
+        assert pr.decode(bits) == want, bits
+    assert pr.decode(np.array([1, 1, 1, 0]), repair=False) == [0, 1, 2]
+    with pytest.raises(ValueError, match=r"max_independent_set.decode: 4 values are read as the bits of one "
+                                         r"bitstring .*bit 2 is 2, not 0 or 1"):
+        pr.decode(np.array([1, 0, 2, 0]))
+    with pytest.raises(ValueError, match=r"max_independent_set.decode: give one bitstring: 4 bits 0/1.*got 3 values"):
+        pr.decode(np.array([1, 0, 1]))
+    with pytest.raises(TypeError, match=r"max_independent_set.decode: expected one bitstring"):
+        pr.decode(object())
+
+
+def test_exact_solution_warns_when_the_optimum_is_infeasible():
+    import warnings
+    # TSP: with penalty 0.1 the empty assignment (only the pinned city 0, cost = 0 + 6 * 0.1 of
+    # broken one-hot rows and columns, by hand) beats every tour (length >= 5)
+    D = [[0, 1, 4, 2], [1, 0, 1, 5], [4, 1, 0, 1], [2, 5, 1, 0]]
+    pr = opt.tsp(D, penalty=0.1)
+    assert float(pr.cost(0)) == pytest.approx(0.6)
+    with pytest.warns(UserWarning, match=r"exact_solution: the minimum of the tsp cost .* violates the constraints: "
+                                         r"the penalty 0.1 is too small.*ratios .* are meaningless"):
+        ex = opt.exact_solution(pr)
+    assert not ex.feasible
+    # portfolio: choosing every asset pays 0.01 * (3 - 1)^2 = 0.04 and gains 6, by hand
+    pr = opt.portfolio([1.0, 2.0, 3.0], np.eye(3) * 0.01, 1, penalty=0.01)
+    with pytest.warns(UserWarning, match=r"the minimum of the portfolio cost \(bitstring 111.*penalty 0.01 is too small"):
+        assert not opt.exact_solution(pr).feasible
+    # the default penalties keep the optimum feasible: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert opt.exact_solution(opt.tsp(D)).feasible
+        assert opt.exact_solution(opt.portfolio([1.0, 2.0, 3.0], np.eye(3) * 0.01, 1)).feasible

@@ -644,3 +644,190 @@ def test_angle_helpers_check_n_starts():
         with pytest.raises(TypeError, match="n_starts must be an int, got 2.5"):
             fn(2.5)
     assert opt.random_angles(2, 3).shape == (3, 4) and opt.perturb(opt.linear_ramp(2), 3).shape == (3, 4)
+
+
+# ------------------------------------------------------------------------------------------------
+# audit leftovers: tensor starts, ramp step, bool symmetry, options the other mixers do not use
+def test_multistart_tensor_init_broadcasts_a_point_and_checks_n_starts():
+    pr = opt.maxcut(PADDLE)
+    m = opt.qaoa(pr, 2, dtype=torch.complex128)
+    point = torch.tensor([-0.2, -0.5, 0.6, 0.3], dtype=torch.float64)
+    # a single point (2p,) becomes n_starts starts: start 0 exact, the others Gaussian around it
+    model = opt.MultiStartQAOA(m, n_starts=400, init=point, noise=0.1, generator=torch.Generator().manual_seed(1))
+    a = model.angles.detach()
+    assert a.shape == (400, 4) and torch.equal(a[0], point)
+    dev = (a[1:] - point).numpy()
+    # 399 x 4 draws of N(0, 0.1^2): the sample std has standard error 0.1 / sqrt(2 * 1596) ~ 0.0018
+    assert abs(dev.std() - 0.1) < 5 * 0.1 / math.sqrt(2 * dev.size)
+    assert abs(dev.mean()) < 5 * 0.1 / math.sqrt(dev.size)
+    # the costs are those of the dense oracle at each start
+    costs = maxcut_costs(4, PADDLE)
+    for s in (0, 7):
+        want = float(np.abs(dense_qaoa(costs, a[s, :2].tolist(), a[s, 2:].tolist())) ** 2 @ costs)
+        assert float(model()[s].detach()) == pytest.approx(want, abs=1e-10)
+    assert opt.MultiStartQAOA(m, init=point).angles.shape == (8, 4)          # the default n_starts
+    # a batch (S, 2p) is used as given; an n_starts that disagrees is refused, not ignored
+    batch = torch.rand(3, 4, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    assert torch.equal(opt.MultiStartQAOA(m, init=batch).angles.detach(), batch)
+    assert torch.equal(opt.MultiStartQAOA(m, n_starts=3, init=batch).angles.detach(), batch)
+    with pytest.raises(ValueError, match=r"n_starts=5 but the initial angles hold 3 starts"):
+        opt.MultiStartQAOA(m, n_starts=5, init=batch)
+    with pytest.raises(ValueError, match=r"initial angles must have shape \(4,\).*got \(3, 6\)"):
+        opt.MultiStartQAOA(m, init=torch.zeros(3, 6))
+    with pytest.raises(ValueError, match=r"initial angles must have shape.*\(1, S, 4\).*got \(2, 3, 4\)"):
+        opt.MultiStartQAOA(m, init=torch.zeros(2, 3, 4))
+    with pytest.raises(ValueError, match="NaN or inf"):
+        opt.MultiStartQAOA(m, init=torch.tensor([0.1, float("nan"), 0.2, 0.3]))
+    with pytest.raises(ValueError, match="n_starts must be a positive int, got 0"):
+        opt.MultiStartQAOA(m, n_starts=0, init=point)
+    with pytest.raises(ValueError, match="noise must be a finite number >= 0, got nan"):
+        opt.MultiStartQAOA(m, init=point, noise=float("nan"))
+    # per-problem starts (G, S, 2p) for a batch of two graphs
+    mm = opt.qaoa([pr, opt.maxcut([(0, 1), (1, 2), (2, 3)])], 2)
+    assert opt.MultiStartQAOA(mm, init=torch.zeros(2, 3, 4)).forward().shape == (2, 3)
+
+
+def test_linear_ramp_checks_delta():
+    # the formula by hand for p = 2, delta = 0.5: t = (1/4, 3/4)
+    want = [-0.125, -0.375, 0.375, 0.125]
+    assert opt.linear_ramp(2, delta=0.5).tolist() == pytest.approx(want)
+    assert opt.linear_ramp(2, delta=torch.tensor(0.5)).tolist() == pytest.approx(want)
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(ValueError, match=f"linear_ramp: delta must be finite, got {bad}"):
+            opt.linear_ramp(2, delta=bad)
+    for bad in ("0.5", True, None, 1j):
+        with pytest.raises(TypeError, match="linear_ramp: delta must be a real number"):
+            opt.linear_ramp(2, delta=bad)
+
+
+def test_symmetry_must_be_a_bool_and_other_mixers_refuse_x_mixer_options():
+    pr = opt.maxcut(PADDLE)
+    for bad in ("no", 0, 1, 1.0):
+        with pytest.raises(TypeError, match=r"symmetry must be a bool \(or None\), got"):
+            opt.qaoa(pr, 1, symmetry=bad)
+    assert opt.qaoa(pr, 1).uses_symmetry and opt.qaoa(pr, 1, symmetry=None).uses_symmetry
+    assert not opt.qaoa(pr, 1, symmetry=False).uses_symmetry
+    col = opt.graph_colouring([(0, 1), (1, 2)], 2)
+    tsp = opt.tsp([[0, 1, 4, 2], [1, 0, 1, 5], [4, 1, 0, 1], [2, 5, 1, 0]])
+    for problem, mixer in ((col, "xy"), (tsp, "swap"), (tsp, "xy")):
+        with pytest.raises(ValueError, match=rf"block_wires=2 sets the GEMM blocks of the X mixer; mixer='{mixer}'"):
+            opt.qaoa(problem, 1, mixer=mixer, block_wires=2)
+        with pytest.raises(ValueError, match=rf"symmetry=True .* X mixer only, not for mixer='{mixer}'"):
+            opt.qaoa(problem, 1, mixer=mixer, symmetry=True)
+        # False / None ask for nothing the mixer lacks
+        a = torch.tensor([0.3, 0.4])
+        torch.testing.assert_close(opt.qaoa(problem, 1, mixer=mixer, symmetry=False)(a),
+                                   opt.qaoa(problem, 1, mixer=mixer)(a))
+
+
+# ------------------------------------------------------------------------------------------------
+# the Fubini–Study metric of the angles, QNG and per-start SPSA
+def fd_metric(state_fn, x, h=1e-5):
+    """g_ij = Re[<d_i psi|d_j psi> - <d_i psi|psi><psi|d_j psi>] from central differences of the
+    dense oracle's state (NumPy)."""
+    x = np.asarray(x, float)
+    psi = state_fn(x)
+    D = []
+    for k in range(x.size):
+        e = np.zeros(x.size)
+        e[k] = h
+        D.append((state_fn(x + e) - state_fn(x - e)) / (2 * h))
+    D = np.array(D)
+    gram = D.conj() @ D.T
+    over = D.conj() @ psi
+    return (gram - np.outer(over, over.conj())).real
+
+
+def test_qaoa_metric_matches_finite_differences_of_the_dense_state():
+    # X mixer, MaxCut on the Paddle graph (bit-flip symmetric: the metric runs on the full register)
+    costs = maxcut_costs(4, PADDLE)
+    m = opt.qaoa(opt.maxcut(PADDLE), 2, dtype=torch.complex128)
+    a = torch.tensor([[0.3, -0.2, 0.4, 0.7], [-0.5, 0.1, 0.2, -0.3], [0.0, 0.0, 0.0, 0.0]], dtype=torch.float64)
+    g = opt.qaoa_metric(m, a)
+    assert g.shape == (3, 4, 4) and g.dtype == torch.float64
+    for s in range(3):
+        want = fd_metric(lambda x: dense_qaoa(costs, x[:2], x[2:]), a[s].numpy())
+        np.testing.assert_allclose(g[s].numpy(), want, atol=1e-8)
+    # at p = 1 the γ entry is the variance of the cost in |+>: over uniform bitstrings, by brute force
+    g1 = opt.qaoa_metric(opt.qaoa(opt.maxcut(PADDLE), 1, dtype=torch.complex128), torch.tensor([0.4, 0.3]))
+    assert g1.shape == (2, 2) and float(g1[0, 0]) == pytest.approx(float(np.var(costs)), abs=1e-12)
+    # XY mixer on a one-hot colouring from the W-state product (dense oracle of the XY ring)
+    pr = opt.graph_colouring([(0, 1), (1, 2)], 3)
+    mask = pr.feasible_mask().numpy()
+    psi0 = mask / math.sqrt(mask.sum())
+    mx = opt.qaoa(pr, 2, mixer="xy", dtype=torch.complex128)
+    x = np.array([0.4, 0.9, 0.3, 0.7])
+    want = fd_metric(lambda y: dense_qaoa(pr.diagonal.numpy(), y[:2], y[2:], psi0=psi0,
+                                          mixer=lambda v, b: xy_ring_apply(v, pr.mixer_groups, 9, b)), x)
+    np.testing.assert_allclose(opt.qaoa_metric(mx, torch.tensor(x)).numpy(), want, atol=1e-8)
+    # a batch of two graphs: (G, S, 2p, 2p), each graph's own metric
+    g2 = [(0, 1, 2.0), (1, 2, 1.0), (2, 3, 0.5)]
+    mm = opt.qaoa([opt.maxcut(PADDLE), opt.maxcut(g2)], 2, dtype=torch.complex128)
+    gb = opt.qaoa_metric(mm, a[:2])
+    assert gb.shape == (2, 2, 4, 4)
+    c2 = weighted_maxcut_costs(4, g2)
+    np.testing.assert_allclose(gb[1, 0].numpy(), fd_metric(lambda y: dense_qaoa(c2, y[:2], y[2:]), a[0].numpy()),
+                               atol=1e-8)
+    with pytest.raises(TypeError, match="qaoa_metric: expected a QAOA module"):
+        opt.qaoa_metric("m", a)
+    with pytest.raises(ValueError, match=r"angles must have shape \(S, 4\)"):
+        opt.qaoa_metric(m, torch.zeros(2, 3))
+
+
+def test_natural_gradient_step_is_the_metric_solve_of_the_gradient():
+    # one step by hand: theta - lr (g + lam I)^-1 grad, g and grad from central differences of the
+    # dense oracle, per start
+    costs = maxcut_costs(4, PADDLE)
+    m = opt.qaoa(opt.maxcut(PADDLE), 2, dtype=torch.complex128)
+    a0 = torch.tensor([[-0.3, -0.5, 0.6, 0.3], [-0.1, -0.4, 0.2, 0.5]], dtype=torch.float64)
+    a = a0.clone().requires_grad_(True)
+    step = opt.QAOANaturalGradient(a, m, lr=0.2, regularization=1e-3)
+    m(a).sum().backward()
+    step.step()
+
+    def energy(x):
+        return float(np.abs(dense_qaoa(costs, x[:2], x[2:])) ** 2 @ costs)
+    for s in range(2):
+        x = a0[s].numpy()
+        grad = np.array([(energy(x + 1e-6 * e) - energy(x - 1e-6 * e)) / 2e-6 for e in np.eye(4)])
+        g = fd_metric(lambda y: dense_qaoa(costs, y[:2], y[2:]), x)
+        want = x - 0.2 * np.linalg.solve(g + 1e-3 * np.eye(4), grad)
+        np.testing.assert_allclose(a.detach()[s].numpy(), want, atol=1e-6)
+    # twenty steps improve every start's expected cut (the dense oracle)
+    for _ in range(20):
+        step.zero_grad()
+        m(a).sum().backward()
+        step.step()
+    for s in range(2):
+        assert energy(a.detach()[s].numpy()) < energy(a0[s].numpy()) - 0.1
+    with pytest.raises(ValueError, match="angles have 6 columns, the QAOA \\(p=2\\) takes 4"):
+        opt.QAOANaturalGradient(torch.zeros(2, 6, requires_grad=True), m)
+    with pytest.raises(ValueError, match="lr must be a finite number > 0"):
+        opt.QAOANaturalGradient(a, m, lr=float("nan"))
+    with pytest.raises(TypeError, match="metric must be a QAOA module or a callable"):
+        opt.QAOANaturalGradient(a, 3)
+
+
+def test_multistart_spsa_gives_every_start_its_own_estimate():
+    # SPSA step 0 by hand: a_0 = lr, c_0 = perturbation; each row moves by -a_0 slope_s Delta_s with
+    # slope_s = (C_s(theta_s + c Delta_s) - C_s(theta_s - c Delta_s)) / 2c from the dense oracle, where
+    # Delta_s = +-1 is read off the signs of the displacement (so every entry of a row moves by the
+    # same amount, a_0 |slope_s|: the other starts' costs add nothing)
+    costs = maxcut_costs(4, PADDLE)
+    m = opt.qaoa(opt.maxcut(PADDLE), 2, dtype=torch.complex128)
+    a0 = opt.perturb(opt.linear_ramp(2), 3, 0.2, torch.Generator().manual_seed(4))
+    a = a0.clone()
+    lr, c = 0.3, 0.1
+    spsa = opt.MultiStartSPSA([a], lr=lr, perturbation=c, seed=5)
+    spsa.step(lambda: m(a))
+
+    def energy(x):
+        return float(np.abs(dense_qaoa(costs, x[:2], x[2:])) ** 2 @ costs)
+    move = (a - a0).numpy()
+    for s in range(3):
+        delta = np.sign(move[s])
+        slope = (energy(a0[s].numpy() + c * delta) - energy(a0[s].numpy() - c * delta)) / (2 * c)
+        assert slope < 0                                   # moving along +delta lowered the cost
+        np.testing.assert_allclose(np.abs(move[s]), lr * abs(slope) * np.ones(4), atol=1e-10)
+    with pytest.raises(ValueError, match=r"losses of shape \(2,\) for a parameter of shape \(3, 4\)"):
+        opt.MultiStartSPSA([a]).step(lambda: m(a)[:2])

@@ -348,3 +348,85 @@ def test_best_objective_is_that_of_the_reported_solution():
             assert any(not (top[u] or top[v]) for u, v in c5)
             assert all(u in b.solution or v in b.solution for u, v in c5)
         assert b.objective == len(b.solution)                               # unit node weights
+
+
+# ------------------------------------------------------------------------------------------------
+# QNG (the Fubini–Study metric of every start's state) and SPSA (one estimate per start)
+@pytest.mark.parametrize("optimizer, ratio", [("qng", 0.83), ("spsa", 0.8)])
+def test_qng_and_spsa_improve_the_expected_cut(optimizer, ratio):
+    # MaxCut on the 6-cycle: the maximum cut is 6 (brute force); p = 2 QAOA reaches 5 / 6 = 0.833
+    edges = named_graph("cycle:6")
+    cuts = np.array([cut_value(b, edges) for b in all_bits(6)])
+    assert cuts.max() == 6
+    task = QAOATask(graph="cycle:6", p=2, n_starts=4, noise=0.3, optimizer=optimizer, dtype="complex128")
+    assert task.automatic_optimization == (optimizer != "spsa")
+    trainer(20).fit(task)
+    assert task.global_step == 20 and len(task.history) == 20
+    best = task.best
+    probs = dense_qaoa_probabilities(-cuts, best.angles.tolist())
+    expected_cut = float(probs @ cuts)
+    assert best.expected_cost == pytest.approx(-expected_cut, abs=1e-8)
+    assert best.approximation_ratio == pytest.approx(expected_cut / 6, abs=1e-8)
+    # the best start at step 0 (the oracle at the initial angles of every start) is beaten
+    start = QAOATask(graph="cycle:6", p=2, n_starts=4, noise=0.3, dtype="complex128").angles.detach()
+    first = max(float(dense_qaoa_probabilities(-cuts, row.tolist()) @ cuts) for row in start)
+    assert -task.history[0] == pytest.approx(first, abs=1e-9)
+    assert expected_cut > first + 0.3
+    assert best.approximation_ratio >= ratio
+
+
+def test_qng_step_at_a_lower_depth_moves_only_the_columns_it_reads():
+    # growth: at depth 1 of p = 2 the angles (S, 4) = [g1, g2, b1, b2] use columns 0 and 2; one QNG
+    # step there is theta - lr (g + lam I)^-1 grad on those (g, grad by central differences of the
+    # dense oracle), the others stay put
+    edges = named_graph("cycle:6")
+    costs = -np.array([cut_value(b, edges) for b in all_bits(6)], float)
+    task = QAOATask(graph="cycle:6", p=2, n_starts=2, grow=True, steps_per_layer=5, optimizer="qng", lr=0.2,
+                    dtype="complex128")
+    before = task.angles.detach().clone()
+    trainer(1).fit(task)
+    after = task.angles.detach()
+
+    def state(x):
+        n = 6
+        psi = np.full(2 ** n, 2 ** (-n / 2), complex)
+        psi = np.exp(-1j * x[0] * costs) * psi
+        rx = np.array([[math.cos(x[1]), -1j * math.sin(x[1])], [-1j * math.sin(x[1]), math.cos(x[1])]])
+        t = psi.reshape((2,) * n)
+        for axis in range(n):
+            t = np.moveaxis(np.tensordot(rx, t, axes=([1], [axis])), 0, axis)
+        return t.reshape(-1)
+
+    def energy(x):
+        return float(np.abs(state(x)) ** 2 @ costs)
+    for s in range(2):
+        x = before[s, [0, 2]].numpy()
+        grad = np.array([(energy(x + 1e-6 * e) - energy(x - 1e-6 * e)) / 2e-6 for e in np.eye(2)])
+        D = np.array([(state(x + 1e-5 * e) - state(x - 1e-5 * e)) / 2e-5 for e in np.eye(2)])
+        over = D.conj() @ state(x)
+        g = (D.conj() @ D.T - np.outer(over, over.conj())).real
+        want = x - 0.2 * np.linalg.solve(g + 1e-3 * np.eye(2), grad)
+        np.testing.assert_allclose(after[s, [0, 2]].numpy(), want, atol=1e-6)
+        assert torch.equal(after[s, [1, 3]], before[s, [1, 3]])
+
+
+@pytest.mark.parametrize("optimizer", ["qng", "spsa"])
+def test_qng_and_spsa_resume_exactly_across_growth(tmp_path, optimizer):
+    kw = dict(graph="cycle:6", p=2, n_starts=3, grow=True, steps_per_layer=3, dtype="complex128",
+              optimizer=optimizer)
+    task = QAOATask(**kw)
+    ckpt = ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=1, save_top_k=-1, filename="{step}")
+    trainer(4, callbacks=[ckpt], enable_checkpointing=True).fit(task)
+    straight = QAOATask(**kw)
+    trainer(7).fit(straight)
+    assert straight.history[-1] < straight.history[0]
+    for step in (2, 4):                              # before and after the growth at step 3
+        path = tmp_path / f"step={step}.ckpt"
+        raw = torch.load(path, weights_only=True)
+        assert raw["global_step"] == step and raw["hyper_parameters"]["optimizer"] == optimizer
+        fresh = QAOATask(**raw["hyper_parameters"])
+        trainer(7).fit(fresh, ckpt_path=str(path))
+        assert fresh.global_step == 7 and fresh.depth == 2
+        assert torch.allclose(fresh.angles, straight.angles, atol=1e-12, rtol=0)
+        assert fresh.history == pytest.approx(straight.history, abs=1e-12)
+        assert torch.equal(fresh.best_angles_, straight.best_angles_)

@@ -6,7 +6,8 @@
 * :mod:`.qaoa` — :func:`qaoa` / :class:`QAOA`: many (γ, β) starts (and several graphs of one size)
   in one batch, differentiable; result analysis. Its in-place adjoint engine is :mod:`.qaoa_adjoint`.
 * :mod:`.angles` — initial angles (linear ramp, fixed angles, INTERP, random); :mod:`.training` —
-  :func:`optimize`, all starts at once.
+  :func:`optimize`, all starts at once; :mod:`.natural_gradient` — :func:`qaoa_metric` (Fubini–Study
+  metric of the angles), :class:`QAOANaturalGradient` and :class:`MultiStartSPSA` (per-start QNG / SPSA).
 * :mod:`.graphs` — edge-list / networkx graph validation and seeded random regular graphs.
 
 Sign convention: every problem's cost is MINIMISED; maximisation objectives (cut, set weight) are
@@ -22,6 +23,7 @@ from .angles import (FIXED_ANGLES_3REGULAR, fixed_angles, interp, join_angles, l
                      random_angles, split_angles)
 from .qaoa import MIXERS, QAOA, MultiStartQAOA, QAOAResult, qaoa, qaoa_circuit
 from .training import optimize
+from .natural_gradient import MultiStartSPSA, QAOANaturalGradient, qaoa_metric
 
 __all__ = ["Graph", "as_graph", "complete_graph", "cycle_graph", "random_regular_graph", "Problem",
            "ExactSolution", "exact_solution", "maxcut", "max_independent_set", "min_vertex_cover",
@@ -29,4 +31,4 @@ __all__ = ["Graph", "as_graph", "complete_graph", "cycle_graph", "random_regular
            "from_qubo", "from_ising", "bits_of", "index_of", "MAX_EXACT_QUBITS", "QAOA", "qaoa",
            "qaoa_circuit", "MultiStartQAOA", "QAOAResult", "linear_ramp", "fixed_angles", "interp",
            "random_angles", "perturb", "optimize", "split_angles", "join_angles", "MIXERS",
-           "FIXED_ANGLES_3REGULAR"]
+           "FIXED_ANGLES_3REGULAR", "qaoa_metric", "QAOANaturalGradient", "MultiStartSPSA"]

@@ -45,9 +45,18 @@ def linear_ramp(p: int, delta: float = 0.75, dtype=torch.float64) -> torch.Tenso
     ``γ_l = -t_l δ`` and ``β_l = (1 - t_l) δ``. (The sign of γ is negative because ``|+⟩`` is the
     *highest* eigenstate of ``Σ X``; ``(γ, β) → (-γ, -β)`` gives the same expected cost for
     real diagonal costs.) ``δ ≈ 0.75`` suits costs of order 1 per term (MaxCut); scale it by the
-    inverse cost scale for other problems.
+    inverse cost scale for other problems. ``delta`` must be a finite real number.
     """
     p = _check_p(p, "linear_ramp")
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
+        if isinstance(delta, torch.Tensor) and delta.numel() == 1 and not delta.is_complex() \
+                and not delta.dtype == torch.bool:
+            delta = float(delta)
+        else:
+            raise TypeError(f"linear_ramp: delta must be a real number, got {delta!r}")
+    delta = float(delta)
+    if not math.isfinite(delta):
+        raise ValueError(f"linear_ramp: delta must be finite, got {delta}")
     t = (torch.arange(p, dtype=torch.float64) + 0.5) / p
     return torch.cat([-t * delta, (1 - t) * delta]).to(dtype)
 

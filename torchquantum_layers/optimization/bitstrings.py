@@ -75,15 +75,35 @@ def _parse_bitstrings(strings, n, what):
 
 
 def _one_bits(x, n: int, what: str) -> list:
-    """One solution's bits as a Python list (for decoders)."""
-    if isinstance(x, (list, tuple)) and len(x) == n and all(isinstance(b, numbers.Integral)
-                                                           and not isinstance(b, bool) and b in (0, 1)
-                                                           for b in x) and n > 1:
-        return [int(b) for b in x]
-    if isinstance(x, torch.Tensor) and x.dim() == 1 and x.shape[0] == n and n > 1:
-        if bool(((x == 0) | (x == 1)).all()):
-            return [int(b) for b in x.tolist()]
-    idx, squeeze = _as_index(x, n, what)
+    """One solution's bits as a Python list (for decoders): a bitstring ``"0110"``, a basis index,
+    or ``n`` bits 0/1 in any sequence or array (list, tuple, torch tensor, NumPy array; bools too)."""
+    if isinstance(x, str) or isinstance(x, bool) or isinstance(x, numbers.Integral):
+        idx, _ = _as_index(x, n, what)
+        return bits_of(idx, n)[0].tolist()
+    if isinstance(x, (list, tuple)) and x and all(isinstance(s, str) for s in x):
+        idx, _ = _as_index(x, n, what)          # a list of bitstrings: one is fine
+        if idx.numel() != 1:
+            raise ValueError(f"{what}: give one bitstring, got {idx.numel()}")
+        return bits_of(idx, n)[0].tolist()
+    try:
+        t = x.detach() if isinstance(x, torch.Tensor) else torch.as_tensor(x)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{what}: expected one bitstring ('0110'), a basis index or {n} bits 0/1, got "
+                        f"{type(x).__name__}") from None
+    if t.dim() == 1 and t.shape[0] == n:
+        # n values: the bits of one bitstring (wire 0 first)
+        if t.is_complex():
+            raise TypeError(f"{what}: bits must be real 0/1 values, got {t.dtype}")
+        bad = ~((t == 0) | (t == 1))
+        if bool(bad.any()):
+            i = int(bad.nonzero()[0, 0])
+            raise ValueError(f"{what}: {n} values are read as the bits of one bitstring (wire 0 first); bit {i} "
+                             f"is {t[i].tolist()!r}, not 0 or 1")
+        return [int(b) for b in t.to(torch.int64).tolist()]
+    if t.dim() == 1 and t.shape[0] != 1:
+        raise ValueError(f"{what}: give one bitstring: {n} bits 0/1, a bitstring of {n} characters or one basis "
+                         f"index; got {t.shape[0]} values")
+    idx, squeeze = _as_index(t, n, what)
     if idx.numel() != 1:
         raise ValueError(f"{what}: give one bitstring, got {idx.numel()}")
     return bits_of(idx, n)[0].tolist()

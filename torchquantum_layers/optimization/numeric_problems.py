@@ -7,7 +7,8 @@ from typing import Optional
 
 import torch
 
-from .arguments import _bipartition_codec, _bits_from_nodes, _matrix, _number, _penalty, _sorted_nodes, _vector
+from .arguments import (_bipartition_codec, _bits_from_nodes, _matrix, _number, _penalty, _real_tensor, _sorted_nodes,
+                        _vector)
 from .problems import Problem, _QuboBuilder
 
 __all__ = ["number_partitioning", "tsp", "portfolio", "from_qubo", "from_ising"]
@@ -65,7 +66,12 @@ def tsp(distances, penalty: Optional[float] = None, fix_start: bool = True) -> P
     keeps the whole permutation subspace.
     """
     what = "tsp"
-    D = _matrix(distances, None, "distances", what)
+    D = _real_tensor(distances, "distances", what, "a square matrix")
+    if D.dim() == 2 and D.shape[0] == D.shape[1]:
+        # the diagonal is ignored (a city's distance to itself), whatever it holds: inf or NaN too
+        D = D.clone()
+        D.fill_diagonal_(0.0)
+    D = _matrix(D, None, "distances", what)
     n = D.shape[0]
     if n < 3:
         raise ValueError(f"{what}: need at least 3 cities, got {n}")

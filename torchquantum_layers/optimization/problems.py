@@ -28,6 +28,7 @@ Arguments ``x`` of the vectorised methods (:meth:`Problem.cost`, :meth:`Problem.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -320,8 +321,17 @@ def exact_solution(problem: Problem, atol: float = 1e-9) -> ExactSolution:
         worst = float(d.max())
         n_feas = 2 ** n if mask is None else 0
     i0 = int(opt[0])
+    feasible = bool(problem.is_feasible(i0))
+    if mask is not None and not bool(mask[opt].any()):
+        pen = problem.data.get("penalty")
+        warnings.warn(f"exact_solution: the minimum of the {problem.name} cost (bitstring {problem.bitstring(i0)}, "
+                      f"cost {mn:g}) violates the constraints"
+                      + (f": the penalty {pen:g} is too small" if isinstance(pen, (int, float)) else
+                         ": the constraint penalty is too small")
+                      + "; raise it. Approximation ratios and optimum probabilities against this optimum "
+                        "are meaningless", UserWarning, stacklevel=2)
     sol = ExactSolution(cost=mn, index=i0, indices=opt, bitstrings=[problem.bitstring(i) for i in opt.tolist()],
                         solution=problem.decode(i0), objective=float(problem.objective(i0)),
-                        feasible=bool(problem.is_feasible(i0)), worst_cost=worst, n_feasible=n_feas)
+                        feasible=feasible, worst_cost=worst, n_feasible=n_feas)
     problem._cache["exact"] = (atol, sol)
     return sol

@@ -121,7 +121,9 @@ class QAOA(_InPlaceSweeps, nn.Module):
             and uses blocks of ``block_wires`` or ``block_wires + 1`` axes.
         symmetry: let the adjoint path simulate only half the register when the cost and the
             start state are invariant under flipping all bits (X mixer; MaxCut, partitioning, Ising
-            without fields). Exact; ``False`` simulates the full register.
+            without fields). Exact; ``False`` simulates the full register; ``None`` (default) is
+            ``True`` for the X mixer. Must be a bool or None. With the XY and swap mixers, which
+            use neither, ``block_wires`` and ``symmetry=True`` raise a ValueError.
         mixer_kernel: how the adjoint path applies the X mixer: ``"real"`` (default; real GEMMs in
             the frame where RX is the real rotation RY) or ``"complex"`` (complex GEMMs, the former
             route). Both are exact; see :data:`MIXER_KERNELS`.
@@ -129,7 +131,7 @@ class QAOA(_InPlaceSweeps, nn.Module):
 
     def __init__(self, problem, p: int, mixer: str = "x", initial_state="auto",
                  diff_method: str = "adjoint", dtype=None, device=None,
-                 block_wires: Optional[int] = None, symmetry: bool = True, mixer_kernel: str = "real"):
+                 block_wires: Optional[int] = None, symmetry: Optional[bool] = None, mixer_kernel: str = "real"):
         super().__init__()
         what = "qaoa"
         probs = list(problem) if isinstance(problem, (list, tuple)) else [problem]
@@ -158,6 +160,18 @@ class QAOA(_InPlaceSweeps, nn.Module):
             raise ValueError(f"{what}: {n} qubits need a state of 2**{n} amplitudes; the state-vector QAOA "
                              f"is limited to 30 qubits")
         # mixer structure
+        if symmetry is not None and not isinstance(symmetry, bool):
+            raise TypeError(f"{what}: symmetry must be a bool (or None), got {symmetry!r}")
+        if mixer != "x":
+            # both only shape the ⊗RX mixer: refuse them rather than drop them silently
+            if block_wires is not None:
+                raise ValueError(f"{what}: block_wires={block_wires!r} sets the GEMM blocks of the X mixer; "
+                                 f"mixer={mixer!r} does not use it (leave it None)")
+            if symmetry:
+                raise ValueError(f"{what}: symmetry=True (the half-register bit-flip route of the adjoint path) "
+                                 f"exists for the X mixer only, not for mixer={mixer!r}; leave it None or False")
+        if symmetry is None:
+            symmetry = True
         if block_wires is None:
             block_wires = DEFAULT_BLOCK_WIRES
         if isinstance(block_wires, bool) or not isinstance(block_wires, numbers.Integral) or block_wires < 1:
@@ -176,7 +190,7 @@ class QAOA(_InPlaceSweeps, nn.Module):
         # a start state with ψ(x) = ψ(x̄), the X-mixer QAOA stays in the symmetric subspace, so the
         # adjoint path simulates only the half with wire 0 = 0 (2^(n-1) amplitudes); RX on wire 0
         # then maps φ(y) to cos β φ(y) - i sin β φ(ȳ), a reversal of the half.
-        self._z2 = (bool(symmetry) and self.mixer == "x" and n >= 2 and _flip_symmetric(diags)
+        self._z2 = (symmetry and self.mixer == "x" and n >= 2 and _flip_symmetric(diags)
                     and _flip_symmetric(self._init64))
         sim = n - 1 if self._z2 else n
         if self.mixer == "x":
@@ -606,34 +620,63 @@ class MultiStartQAOA(nn.Module):
     ``(S, 2p)`` (or ``(G, S, 2p)``) and ``forward()`` returns the expected costs of all starts,
     so ``model().sum().backward()`` trains every start at once (what a Lightning task wraps).
 
-    ``init`` is a tensor of initial angles, or ``"ramp"`` (linear ramp), ``"fixed"`` (Wurtz–Lykov
-    angles, 3-regular MaxCut) or ``"random"``; with a string the first start is exactly that point and
-    the others are perturbed by ``noise`` (seeded by ``generator``).
+    ``init`` is ``"ramp"`` (linear ramp), ``"fixed"`` (Wurtz–Lykov angles, 3-regular MaxCut),
+    ``"random"``, or a tensor of initial angles. With a string, or a single point ``(2p,)``, the
+    first start is exactly that point and the other ``n_starts - 1`` are perturbed by ``noise``
+    (seeded by ``generator``). A tensor ``(S, 2p)`` (or ``(G, S, 2p)`` per problem of a batch of G)
+    is used as given: its S is the number of starts, and an ``n_starts`` other than S is an error.
+    ``n_starts`` defaults to 8 (and to S for a batch of starts).
     """
 
-    def __init__(self, qaoa_module: QAOA, n_starts: int = 8, init="ramp", noise: float = 0.1,
+    def __init__(self, qaoa_module: QAOA, n_starts: Optional[int] = None, init="ramp", noise: float = 0.1,
                  generator: Optional[torch.Generator] = None):
         super().__init__()
+        what = "MultiStartQAOA"
         if not isinstance(qaoa_module, QAOA):
-            raise TypeError(f"MultiStartQAOA: expected a QAOA module, got {type(qaoa_module).__name__}")
+            raise TypeError(f"{what}: expected a QAOA module, got {type(qaoa_module).__name__}")
         self.qaoa = qaoa_module
         p = qaoa_module.p
+        if n_starts is not None and (isinstance(n_starts, bool) or not isinstance(n_starts, numbers.Integral)
+                                     or n_starts < 1):
+            raise ValueError(f"{what}: n_starts must be a positive int, got {n_starts!r}")
+        if isinstance(noise, bool) or not isinstance(noise, numbers.Real) or not math.isfinite(noise) or noise < 0:
+            raise ValueError(f"{what}: noise must be a finite number >= 0, got {noise!r}")
         if isinstance(init, str):
-            if isinstance(n_starts, bool) or not isinstance(n_starts, numbers.Integral) or n_starts < 1:
-                raise ValueError(f"MultiStartQAOA: n_starts must be a positive int, got {n_starts!r}")
+            S = 8 if n_starts is None else int(n_starts)
             if init == "ramp":
-                a = perturb(linear_ramp(p), n_starts, noise, generator)
+                a = perturb(linear_ramp(p), S, noise, generator)
             elif init == "fixed":
-                a = perturb(fixed_angles(p), n_starts, noise, generator)
+                a = perturb(fixed_angles(p), S, noise, generator)
             elif init == "random":
-                a = random_angles(p, n_starts, generator)
+                a = random_angles(p, S, generator)
             else:
-                raise ValueError(f"MultiStartQAOA: init must be 'ramp', 'fixed', 'random' or a tensor, got {init!r}")
+                raise ValueError(f"{what}: init must be 'ramp', 'fixed', 'random' or a tensor, got {init!r}")
         else:
-            a = torch.as_tensor(init, dtype=torch.float64)
-            if a.shape[-1] != 2 * p:
-                raise ValueError(f"MultiStartQAOA: initial angles need a last dimension of {2 * p}, got "
+            try:
+                a = torch.as_tensor(init.detach() if isinstance(init, torch.Tensor) else init).cpu()
+            except (TypeError, ValueError, RuntimeError):
+                raise TypeError(f"{what}: init must be 'ramp', 'fixed', 'random' or a tensor of angles, got "
+                                f"{type(init).__name__}") from None
+            if a.is_complex() or a.dtype == torch.bool:
+                raise TypeError(f"{what}: initial angles must be real, got {a.dtype}")
+            a = a.to(torch.float64)
+            G = qaoa_module.n_graphs
+            if a.dim() == 0 or a.shape[-1] != 2 * p or a.dim() > 3 or (a.dim() == 3 and a.shape[0] != G):
+                raise ValueError(f"{what}: initial angles must have shape ({2 * p},) (one point, perturbed into "
+                                 f"n_starts starts), (S, {2 * p}) or ({G}, S, {2 * p}) (per problem), got "
                                  f"{tuple(a.shape)}")
+            if not bool(torch.isfinite(a).all()):
+                raise ValueError(f"{what}: initial angles contain NaN or inf")
+            if a.dim() == 1:
+                a = perturb(a, 8 if n_starts is None else int(n_starts), noise, generator)
+            else:
+                S = a.shape[-2]
+                if S < 1:
+                    raise ValueError(f"{what}: initial angles hold no start (shape {tuple(a.shape)})")
+                if n_starts is not None and n_starts != S:
+                    raise ValueError(f"{what}: n_starts={n_starts} but the initial angles hold {S} starts (shape "
+                                     f"{tuple(a.shape)}); give angles ({2 * p},) to perturb into n_starts starts, "
+                                     f"or leave n_starts out")
         real = REAL_OF[qaoa_module.dtype]
         self.angles = nn.Parameter(a.to(device=qaoa_module.device, dtype=real).clone())
 

@@ -91,6 +91,12 @@ def build_pre_net(kind: str, n_features: int, n_out: int, hidden: int = 32,
     raise ValueError(f"HybridClassifier: pre_net must be one of {PRE_NETS} or None, got {kind!r}")
 
 
+def _is_subclass(obj, base, abstract) -> bool:
+    """``obj`` is a subclass of ``base`` (a class or tuple of classes) other than the ``abstract``
+    base classes (which cannot be built)."""
+    return isinstance(obj, type) and issubclass(obj, base) and obj not in tuple(abstract)
+
+
 def _check_choice(value, choices, name):
     if value not in choices:
         raise ValueError(f"HybridClassifier: {name} must be one of {choices}, got {value!r}")
@@ -147,14 +153,35 @@ class HybridClassifier(pl.LightningModule):
         _check_choice(scheduler_interval, ("epoch", "step"), "scheduler_interval")
         if dtype not in _DTYPES:
             raise ValueError(f"HybridClassifier: dtype must be one of {tuple(_DTYPES)}, got {dtype!r}")
-        if not isinstance(optimizer, str) or not isinstance(getattr(torch.optim, optimizer, None), type):
-            raise ValueError(f"HybridClassifier: optimizer {optimizer!r} is not a class of torch.optim")
-        if scheduler is not None and (not isinstance(scheduler, str) or not isinstance(
-                getattr(torch.optim.lr_scheduler, scheduler, None), type)):
-            raise ValueError(f"HybridClassifier: scheduler {scheduler!r} is not a class of "
+        if not isinstance(optimizer, str) or not _is_subclass(getattr(torch.optim, optimizer, None),
+                                                              torch.optim.Optimizer, (torch.optim.Optimizer,)):
+            raise ValueError(f"HybridClassifier: optimizer {optimizer!r} is not an optimizer class of torch.optim")
+        lrs = torch.optim.lr_scheduler
+        if scheduler is not None and (not isinstance(scheduler, str) or not _is_subclass(
+                getattr(lrs, scheduler, None), (lrs.LRScheduler, lrs.ReduceLROnPlateau),
+                abstract=tuple(getattr(lrs, n) for n in ("LRScheduler", "_LRScheduler") if hasattr(lrs, n)))):
+            raise ValueError(f"HybridClassifier: scheduler {scheduler!r} is not a scheduler class of "
                              f"torch.optim.lr_scheduler")
-        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
+        if not isinstance(scheduler_monitor, str):
+            raise TypeError(f"HybridClassifier: scheduler_monitor must be a metric name, got {scheduler_monitor!r}")
+        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0 or not math.isfinite(lr):
             raise ValueError(f"HybridClassifier: lr must be a positive number, got {lr!r}")
+        for name, kw in (("encoding_kwargs", encoding_kwargs), ("ansatz_kwargs", ansatz_kwargs),
+                         ("optimizer_kwargs", optimizer_kwargs), ("scheduler_kwargs", scheduler_kwargs)):
+            if kw is not None and not isinstance(kw, dict):
+                raise TypeError(f"HybridClassifier: {name} must be a dict or None, got {kw!r}")
+        if isinstance(logit_scale, bool) or not isinstance(logit_scale, (int, float)) \
+                or not math.isfinite(logit_scale) or not logit_scale > 0:
+            raise ValueError(f"HybridClassifier: logit_scale must be a positive finite number, got {logit_scale!r}")
+        if quantum_features is not None:
+            if isinstance(quantum_features, bool) or not isinstance(quantum_features, int):
+                raise TypeError(f"HybridClassifier: quantum_features must be an int or None, got "
+                                f"{quantum_features!r}")
+            if quantum_features < 1:
+                raise ValueError(f"HybridClassifier: quantum_features must be >= 1, got {quantum_features}")
+        if image_shape is not None and (isinstance(image_shape, (str, bytes)) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in image_shape)):
+            raise TypeError(f"HybridClassifier: image_shape must be a sequence of ints, got {image_shape!r}")
 
         if pre_net == "none":
             if quantum_features not in (None, n_features):
@@ -171,7 +198,7 @@ class HybridClassifier(pl.LightningModule):
         self.quantum = QuantumLayer.from_template(
             n_qubits, n_layers, encoding=encoding, ansatz=ansatz,
             measure=list(measure) if isinstance(measure, (list, tuple)) else measure,
-            n_features=None if encoding == "iqp" else q_features,
+            n_features=q_features,
             encoding_kwargs=encoding_kwargs, ansatz_kwargs=ansatz_kwargs, init=init,
             diff_method=diff_method, dtype=_DTYPES[dtype], shots=shots, seed=quantum_seed)
         n_obs = self.quantum.n_outputs
@@ -186,7 +213,18 @@ class HybridClassifier(pl.LightningModule):
 
     # ------------------------------------------------------------------------------------------
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits ``(B, n_classes)``."""
+        """Logits ``(B, n_classes)`` of a ``(B, n_features)`` batch (``(B, C, H, W)`` images
+        for ``pre_net="cnn"`` too)."""
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"HybridClassifier: input must be a torch.Tensor, got {type(x).__name__}")
+        n = self.hparams.n_features
+        image = self.hparams.pre_net == "cnn" and x.dim() == 4
+        if not image and (x.dim() != 2 or x.shape[1] != n):
+            raise ValueError(f"HybridClassifier: input must have shape (B, {n}) (n_features={n}), got "
+                             f"{tuple(x.shape)}")
+        if image and x.shape[1:].numel() != n:
+            raise ValueError(f"HybridClassifier: images of shape {tuple(x.shape[1:])} hold "
+                             f"{x.shape[1:].numel()} values but n_features={n}")
         if self.pre_net is not None:
             x = self.pre_net(x)
         q = self.quantum(x)
@@ -214,6 +252,27 @@ class HybridClassifier(pl.LightningModule):
     def predict_step(self, batch, batch_idx, dataloader_idx=0):
         x = batch[0] if isinstance(batch, (list, tuple)) else batch
         return self(x).argmax(dim=-1)
+
+    # ------------------------------------------------------------------------------------------
+    # the shot sampler's generator is not part of state_dict: keep its state in the checkpoint so
+    # that a resumed shot-based run draws the same samples as an uninterrupted one
+    _GEN_KEY = "quantum_shot_generator"
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        gen = getattr(self.quantum, "_generator", None)
+        if gen is not None:
+            checkpoint[self._GEN_KEY] = {"device": gen.device.type, "state": gen.get_state()}
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        saved = checkpoint.get(self._GEN_KEY)
+        if saved is None or self.quantum.shots is None or self.quantum.seed is None:
+            return
+        device = saved["device"]
+        if device != "cpu" and not getattr(torch, device).is_available():
+            return                  # restarts from quantum_seed, as a copy of the layer does
+        gen = torch.Generator(device=device)
+        gen.set_state(saved["state"])
+        self.quantum._generator = gen
 
     def configure_optimizers(self):
         hp = self.hparams

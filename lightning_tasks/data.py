@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
+import numpy as np
 import pytorch_lightning as pl
 import torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -33,7 +34,13 @@ class ArrayDataModule(pl.LightningDataModule):
 
     ``scaling``: ``"standard"``, ``"minmax"`` (to ``feature_range``, default ``(0, π)``) or
     ``"none"``, fitted on the training split. ``batch_size`` applies to every loader;
-    the training loader shuffles with a generator seeded by ``seed``.
+    the training loader shuffles with a generator seeded by ``seed`` (a fresh one each time
+    ``train_dataloader()`` is called). ``seed`` is a non-negative int.
+
+    The shuffling generator's state is the module's ``state_dict()`` (a uint8 tensor, so it loads
+    with ``torch.load(weights_only=True)``), which Lightning saves in checkpoints: a run resumed
+    from an end-of-epoch checkpoint sees the same batches as an uninterrupted one (without it the
+    rebuilt loader replayed the first epoch's order).
     """
 
     default_scaling = "standard"
@@ -46,10 +53,14 @@ class ArrayDataModule(pl.LightningDataModule):
         self.num_workers = _positive_int(num_workers, "num_workers", what, 0)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"{what}: seed must be an int, got {seed!r}")
+        if seed < 0:
+            raise ValueError(f"{what}: seed must be >= 0, got {seed}")
         self.seed = seed
         self.scaling = self.default_scaling if scaling is None else scaling
         self._scaler = D.Scaler(self.scaling, tuple(feature_range))
         self._splits = None
+        self._train_generator = None         # the training loader's shuffling generator
+        self._pending_generator_state = None  # restored from a checkpoint before the loader exists
 
     # -- to implement ---------------------------------------------------------------------------
     def _arrays(self):
@@ -80,22 +91,49 @@ class ArrayDataModule(pl.LightningDataModule):
     def n_classes(self) -> int:
         return int(max(int(self.splits()[i].max()) for i in (1, 3, 5) if len(self.splits()[i])) + 1)
 
-    def _loader(self, dataset, shuffle):
-        gen = torch.Generator().manual_seed(self.seed) if shuffle else None
-        return DataLoader(dataset, batch_size=self.batch_size, shuffle=shuffle, generator=gen,
+    def _loader(self, name, shuffle):
+        if not hasattr(self, name):          # a loader asked for outside a Trainer, before setup()
+            self.setup()
+        gen = None
+        if shuffle:
+            gen = torch.Generator().manual_seed(self.seed)
+            if self._pending_generator_state is not None:
+                gen.set_state(self._pending_generator_state)
+                self._pending_generator_state = None
+            self._train_generator = gen
+        return DataLoader(getattr(self, name), batch_size=self.batch_size, shuffle=shuffle, generator=gen,
                           num_workers=self.num_workers)
 
     def train_dataloader(self):
-        return self._loader(self.train_set, True)
+        return self._loader("train_set", True)
+
+    def state_dict(self) -> dict:
+        """The training loader's shuffling-generator state (empty before the loader exists)."""
+        if self._train_generator is None:
+            return {}
+        return {"train_generator_state": self._train_generator.get_state()}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = state_dict.get("train_generator_state")
+        if state is None:
+            return
+        if not isinstance(state, torch.Tensor) or state.dtype != torch.uint8:
+            raise TypeError(f"{type(self).__name__}.load_state_dict: train_generator_state must be a uint8 "
+                            f"tensor (torch.Generator.get_state()), got {type(state).__name__}")
+        if self._train_generator is not None:
+            self._train_generator.set_state(state)
+        else:
+            self._pending_generator_state = state
 
     def val_dataloader(self):
-        return self._loader(self.val_set, False)
+        return self._loader("val_set", False)
 
     def test_dataloader(self):
-        return self._loader(self.test_set, False)
+        return self._loader("test_set", False)
 
     def predict_dataloader(self):
-        return self._loader(self.test_set, False)
+        """The test split, in order (``trainer.predict`` gives one prediction per test sample)."""
+        return self._loader("test_set", False)
 
 
 class CirclesDataModule(ArrayDataModule):
@@ -154,6 +192,10 @@ class _SklearnDataModule(ArrayDataModule):
                  scaling: Optional[str] = None, **kwargs):
         D.require_sklearn(type(self).__name__)
         super().__init__(batch_size=batch_size, seed=seed, scaling=scaling, **kwargs)
+        if classes is not None and (isinstance(classes, (str, bytes)) or not hasattr(classes, "__iter__")
+                                    or not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool)
+                                               for c in classes)):
+            raise TypeError(f"{type(self).__name__}: classes must be a sequence of int labels, got {classes!r}")
         self.classes = None if classes is None else [int(c) for c in classes]
         self.val_fraction, self.test_fraction = val_fraction, test_fraction
 

@@ -109,6 +109,106 @@ def test_moons_with_reuploading_shots_and_a_scheduler():
     assert t.optimizers[0].param_groups[0]["lr"] == pytest.approx(0.05 * 0.25)
 
 
+def _tiny_fit(epochs, ckpt=None, save=None):
+    pl.seed_everything(0, verbose=False)
+    dm = CirclesDataModule(n_train=24, n_val=8, n_test=8, batch_size=6, seed=2)
+    model = HybridClassifier(dm.n_features, dm.n_classes, n_qubits=2, n_layers=1, lr=0.05,
+                             shots=40, quantum_seed=1)
+    t = trainer(epochs)
+    t.fit(model, datamodule=dm, ckpt_path=ckpt)
+    if save is not None:
+        t.save_checkpoint(save)
+    return model
+
+
+def test_resumed_fit_equals_an_uninterrupted_one_and_the_checkpoint_loads_weights_only(tmp_path):
+    """2 epochs, checkpoint, 2 more == 4 epochs: the shuffling generator (DataModule state) and the
+    shot sampler's generator (model checkpoint hook) are restored. Before, the rebuilt loader
+    replayed epoch 0's order and the shots restarted from quantum_seed."""
+    full = _tiny_fit(4)
+    _tiny_fit(2, save=tmp_path / "half.ckpt")
+    resumed = _tiny_fit(4, ckpt=tmp_path / "half.ckpt")
+    assert torch.equal(resumed.quantum.weights, full.quantum.weights)
+    assert torch.equal(resumed.head.weight, full.head.weight)
+    ck = torch.load(tmp_path / "half.ckpt", weights_only=True)
+    assert ck["CirclesDataModule"]["train_generator_state"].dtype == torch.uint8
+    clone = HybridClassifier(**ck["hyper_parameters"])
+    clone.load_state_dict(ck["state_dict"])
+    torch.save(clone.state_dict(), tmp_path / "weights.pt")
+    sd = torch.load(tmp_path / "weights.pt", weights_only=True)
+    assert sd.keys() == clone.state_dict().keys()
+    with pytest.raises(TypeError, match="train_generator_state must be a uint8 tensor"):
+        CirclesDataModule().load_state_dict({"train_generator_state": [1, 2]})
+
+
+@needs_sklearn
+def test_logged_metrics_equal_scikit_learn_on_the_predictions():
+    """test_acc / test_loss (epoch means over uneven batches of 7) against accuracy_score and
+    log_loss of the same model's predictions; trainer.predict covers the test split in order."""
+    from sklearn.metrics import accuracy_score, log_loss
+    pl.seed_everything(0, verbose=False)
+    dm = IrisDataModule(batch_size=7, seed=0)
+    model = HybridClassifier(dm.n_features, dm.n_classes, n_qubits=4, n_layers=1, lr=0.05)
+    t = trainer(1)
+    t.fit(model, datamodule=dm)
+    res = t.test(model, datamodule=dm, verbose=False)[0]
+    pred = torch.cat(t.predict(model, datamodule=dm))
+    x, y = torch.as_tensor(dm.splits()[4]), dm.splits()[5]
+    assert len(y) % 7 != 0 and pred.dtype == torch.int64 and pred.shape == (len(y),)
+    with torch.no_grad():
+        prob = torch.softmax(model(x).double(), dim=-1).numpy()
+    np.testing.assert_array_equal(pred.numpy(), prob.argmax(1))
+    assert res["test_acc"] == pytest.approx(accuracy_score(y, pred.numpy()), abs=1e-6)
+    assert res["test_loss"] == pytest.approx(log_loss(y, prob, labels=[0, 1, 2]), abs=1e-5)
+
+
+def test_head_none_logits_are_the_scaled_expectations():
+    """Multi-class readout without a head: logits = logit_scale * <Z_w>; RY(x_w)|0>: <Z_w> = cos x_w."""
+    model = HybridClassifier(3, 3, n_qubits=3, n_layers=0, ansatz="none", head="none", logit_scale=2.5,
+                             dtype="complex128")
+    x = torch.rand(5, 3) * 3
+    np.testing.assert_allclose(model(x).detach().numpy(), 2.5 * np.cos(x.numpy()), atol=1e-6)
+    pred = model.predict_step((x, torch.zeros(5, dtype=torch.int64)), 0)
+    np.testing.assert_array_equal(pred.numpy(), np.cos(x.numpy()).argmax(1))
+    np.testing.assert_array_equal(model.predict_step(x, 0).numpy(), pred.numpy())
+
+
+def test_bad_arguments_are_named_at_build_time():
+    with pytest.raises(ValueError, match="logit_scale must be a positive finite number, got 'abc'"):
+        HybridClassifier(2, 2, logit_scale="abc")
+    with pytest.raises(ValueError, match="logit_scale must be a positive finite number, got nan"):
+        HybridClassifier(2, 2, logit_scale=float("nan"))
+    with pytest.raises(ValueError, match="logit_scale must be a positive finite number, got 0"):
+        HybridClassifier(2, 2, logit_scale=0)       # constant logits: nothing to train
+    with pytest.raises(TypeError, match="quantum_features must be an int or None, got 2.5"):
+        HybridClassifier(2, 2, pre_net="linear", quantum_features=2.5)
+    with pytest.raises(ValueError, match="quantum_features must be >= 1, got 0"):
+        HybridClassifier(2, 2, pre_net="linear", quantum_features=0)
+    # iqp reads one feature per wire: the mismatch is named at build time, not at the first batch
+    with pytest.raises(ValueError, match="encoding='iqp'.*n_features must be 4, got 3"):
+        HybridClassifier(3, 2, n_qubits=4, encoding="iqp")
+    with pytest.raises(ValueError, match="encoding='iqp'.*n_features must be 4, got 3"):
+        HybridClassifier(5, 2, n_qubits=4, encoding="iqp", pre_net="linear", quantum_features=3)
+    with pytest.raises(TypeError, match=r"ansatz_kwargs\['n_layers'\]=3 clashes with the n_layers argument"):
+        HybridClassifier(2, 2, ansatz_kwargs={"n_layers": 3})
+    with pytest.raises(ValueError, match="optimizer 'Optimizer' is not an optimizer class"):
+        HybridClassifier(2, 2, optimizer="Optimizer")
+    with pytest.raises(ValueError, match="scheduler 'LRScheduler' is not a scheduler class"):
+        HybridClassifier(2, 2, scheduler="LRScheduler")
+    with pytest.raises(TypeError, match="optimizer_kwargs must be a dict or None, got \\[1\\]"):
+        HybridClassifier(2, 2, optimizer_kwargs=[1])
+    with pytest.raises(TypeError, match="scheduler_monitor must be a metric name"):
+        HybridClassifier(2, 2, scheduler_monitor=3)
+    with pytest.raises(TypeError, match="image_shape must be a sequence of ints, got '22'"):
+        HybridClassifier(4, 2, pre_net="cnn", image_shape="22")
+    # a batch of the wrong width is named before the pre-net's matmul fails
+    with pytest.raises(ValueError, match=r"input must have shape \(B, 2\) \(n_features=2\), got \(3, 5\)"):
+        HybridClassifier(2, 2, pre_net="linear")(torch.rand(3, 5))
+    with pytest.raises(ValueError, match="images of shape \\(1, 7, 7\\) hold 49 values but n_features=64"):
+        HybridClassifier(64, 2, pre_net="cnn", image_shape=(8, 8))(torch.rand(2, 1, 7, 7))
+    assert HybridClassifier(64, 2, pre_net="cnn", image_shape=(8, 8))(torch.rand(2, 1, 8, 8)).shape == (2, 2)
+
+
 # ------------------------------------------------------------------------------------------------
 # model construction
 def test_hyperparameters_are_saved_and_rebuild_the_model():
@@ -224,6 +324,20 @@ def test_moons_data_module_scaling_uses_training_statistics():
     assert (ytr == 0).sum() == 50
     with pytest.raises(ValueError, match="method must be"):
         MoonsDataModule(scaling="robust")
+
+
+def test_data_module_arguments_are_named_and_loaders_work_before_setup():
+    with pytest.raises(ValueError, match="CirclesDataModule: seed must be >= 0, got -1"):
+        CirclesDataModule(seed=-1)
+    with pytest.raises(ValueError, match=r"feature_range must be a pair \(low, high\), got \(0, 1, 2\)"):
+        MoonsDataModule(scaling="minmax", feature_range=(0, 1, 2))
+    dm = CirclesDataModule(n_train=10, n_val=4, n_test=6, batch_size=4)
+    assert len(dm.test_dataloader().dataset) == 6          # setup() runs on demand outside a Trainer
+    x, y = next(iter(dm.predict_dataloader()))
+    torch.testing.assert_close(x, torch.as_tensor(dm.splits()[4][:4]))    # the test split, in order
+    if HAS_SKLEARN:
+        with pytest.raises(TypeError, match="classes must be a sequence of int labels, got '01'"):
+            IrisDataModule(classes="01")
 
 
 @needs_sklearn

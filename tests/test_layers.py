@@ -208,10 +208,47 @@ def test_an_input_map_without_in_features_reads_its_own_width():
     free = QuantumLayer(circuit, "Z0", input_map=nn.Tanh())
     assert free.n_inputs is None
     np.testing.assert_allclose(free(x[:, :3]).detach().numpy()[:, 0], np.cos(np.tanh(x[:, 0].numpy())), atol=1e-12)
-    with pytest.raises(ValueError, match=r"input_map must return \(B, F\) features with F >= 3"):
+    with pytest.raises(ValueError, match=r"input_map must return \(B, F\) features with F = 3.*got 2 column"):
         free(x[:, :2])
-    with pytest.raises(ValueError, match=r"input_map must return \(N, F\) features with F >= 3"):
+    with pytest.raises(ValueError, match=r"input_map must return \(N, F\) features with F = 3.*got 2 column"):
         tql.qml.fidelity_kernel(free, x[:, :2])
+
+
+def test_an_input_map_returning_more_columns_than_the_circuit_reads_is_refused():
+    """Linear(5, 4) before a 3-input circuit: the 4th column was silently ignored."""
+    circuit = tql.templates.angle_encoding(tql.Circuit(3, dtype=torch.complex128))
+    wide = QuantumLayer(circuit, ["Z0"], input_map=nn.Linear(5, 4).double())
+    x = torch.rand(2, 5, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"features with F = 3, the circuit's input columns, got 4 column"):
+        wide(x)
+    with pytest.raises(ValueError, match=r"features with F = 3, the circuit's input columns, got 4 column"):
+        tql.qml.fidelity_kernel(wide, x)
+    free = QuantumLayer(circuit, ["Z0"], input_map=nn.Tanh())
+    with pytest.raises(ValueError, match="F = 3.*got 5 column"):
+        free(x)
+    # the exact width works (RY(tanh x_0)|0>: <Z0> = cos tanh x_0), and a circuit without inputs
+    # still takes any x (it only sets the batch)
+    np.testing.assert_allclose(free(x[:, :3]).detach().numpy()[:, 0], np.cos(np.tanh(x[:, 0].numpy())),
+                               atol=1e-12)
+    const = QuantumLayer(tql.Circuit(2, dtype=torch.complex128), ["Z0"], input_map=nn.Tanh())
+    np.testing.assert_allclose(const(x).detach().numpy(), np.ones((2, 1)), atol=1e-12)
+    # the Circuit itself addresses columns by index: a wider feature table is a documented feature
+    np.testing.assert_allclose(circuit(x)[:, 0].abs().detach().numpy() ** 2,
+                               np.prod(np.cos(x[:, :3].numpy() / 2) ** 2, axis=1), atol=1e-12)
+
+
+def test_from_template_names_ansatz_kwargs_that_clash_with_its_arguments():
+    with pytest.raises(TypeError, match=r"ansatz_kwargs\['n_layers'\]=3 clashes with the n_layers argument \(2\)"):
+        QuantumLayer.from_template(3, 2, ansatz_kwargs={"n_layers": 3})
+    with pytest.raises(TypeError, match=r"ansatz_kwargs\['init'\]='normal' clashes with the init argument"):
+        QuantumLayer.from_template(3, 1, ansatz="strongly_entangling", ansatz_kwargs={"init": "normal"})
+    with pytest.raises(TypeError, match=r"ansatz_kwargs\['init'\].*clashes"):
+        QuantumLayer.from_template(3, 1, encoding="reupload", ansatz_kwargs={"init": 0.0})
+    with pytest.raises(TypeError, match=r"ansatz_kwargs\['circuit'\] clashes"):
+        QuantumLayer.from_template(3, 1, ansatz_kwargs={"circuit": None})
+    # a legitimate ansatz option still goes through (and init as from_template's argument)
+    layer = QuantumLayer.from_template(3, 1, ansatz_kwargs={"pattern": "ring"}, init=0.0)
+    assert layer.circuit.count_ops()["CNOT"] == 3 and float(layer.weights.detach().abs().sum()) == 0.0
 
 
 def test_template_structures():

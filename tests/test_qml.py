@@ -168,6 +168,23 @@ def test_kernel_rejects_bad_input():
         qml.FidelityKernel("iqp")
 
 
+def test_callable_encoder_must_return_normalised_states():
+    """|<a|b>|^2 of unnormalised vectors is no fidelity: K[i, i] was ||a||^4 and could exceed 1."""
+    rng = np.random.default_rng(8)
+    X = rng.uniform(0.1, 2, (5, 4))
+    with pytest.raises(ValueError, match=r"unnormalised state: sample \d has squared norm [0-9.]+, not 1"):
+        qml.fidelity_kernel(lambda x: x.to(torch.complex128), X)         # raw features as amplitudes
+    with pytest.raises(ValueError, match="unnormalised state: sample 0"):
+        qml.fidelity_kernel(lambda x: torch.zeros(x.shape[0], 4, dtype=torch.complex128), X)
+    with pytest.raises(ValueError, match="2\\*\\*n amplitudes, got 3"):
+        qml.fidelity_kernel(lambda x: x[:, :3] / x[:, :3].norm(dim=1, keepdim=True), X)
+    # normalised states pass and give NumPy's overlaps (real amplitude-encoded vectors: (a.b)^2)
+    K = qml.fidelity_kernel(lambda x: tql.templates.amplitude_encoding(x, 2), X)
+    U = X / np.linalg.norm(X, axis=1, keepdims=True)
+    np.testing.assert_allclose(K, (U @ U.T) ** 2, atol=1e-6)
+    np.testing.assert_allclose(np.diag(K), 1, atol=1e-6)
+
+
 @needs_sklearn
 def test_svc_with_precomputed_and_callable_kernels():
     from sklearn.svm import SVC

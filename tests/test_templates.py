@@ -323,6 +323,89 @@ def test_hardware_efficient_complex_matches_oracle(dtype, atol):
     np.testing.assert_allclose(as_np(c.unitary()), unitary_of(ops, 4), atol=10 * atol)
 
 
+def _paddle_entangled_layer_unitary(theta, kind):
+    """Paddle Quantum's RealEntangledLayer / ComplexEntangledLayer written out from its definition:
+    per layer RY(θ[d, q]) (or U3(θ[d, q, :])) on every qubit q, then CNOT(q, (q + 1) % n) for
+    q = 0..n-1; dense NumPy matrices, qubit 0 the most significant bit."""
+    depth, n = theta.shape[:2]
+
+    def one(m, q):
+        return O.kron(*[m if w == q else np.eye(2) for w in range(n)])
+
+    def cnot(c, t):
+        d = 2 ** n
+        u = np.zeros((d, d), dtype=np.complex128)
+        for i in range(d):
+            j = i ^ (1 << (n - 1 - t)) if (i >> (n - 1 - c)) & 1 else i
+            u[j, i] = 1
+        return u
+
+    def ry(a):
+        return np.array([[np.cos(a / 2), -np.sin(a / 2)], [np.sin(a / 2), np.cos(a / 2)]], dtype=np.complex128)
+
+    def u3(t, p, lam):        # Paddle's (and OpenQASM's) U3
+        return np.array([[np.cos(t / 2), -np.exp(1j * lam) * np.sin(t / 2)],
+                         [np.exp(1j * p) * np.sin(t / 2), np.exp(1j * (p + lam)) * np.cos(t / 2)]])
+    u = np.eye(2 ** n, dtype=np.complex128)
+    for d in range(depth):
+        for q in range(n):
+            u = one(ry(theta[d, q]) if kind == "real" else u3(*theta[d, q]), q) @ u
+        for q in range(n):
+            u = cnot(q, (q + 1) % n) @ u
+    return u
+
+
+@pytest.mark.parametrize("n", [3, 4])
+@pytest.mark.parametrize("kind", ["real", "complex"])
+def test_hardware_efficient_ring_without_final_rotations_is_paddles_entangled_layer(n, kind):
+    c = T.hardware_efficient(tql.Circuit(n, dtype=torch.complex128), 2, pattern="ring", final_rotations=False,
+                             kind=kind)
+    shape = (2, n) if kind == "real" else (2, n, 3)
+    theta = weights_np(c).reshape(shape)          # Paddle's parameter layout [depth, qubit(, 3)]
+    np.testing.assert_allclose(as_np(c.unitary()), _paddle_entangled_layer_unitary(theta, kind), atol=1e-12)
+    # the defaults (linear chain + final rotations) are a different circuit
+    d = T.hardware_efficient(tql.Circuit(n, dtype=torch.complex128), 2, kind=kind)
+    assert d.num_parameters == c.num_parameters + int(np.prod(shape[1:]))
+
+
+def test_havlicek_zz_feature_map_from_iqp_encoding_columns():
+    """iqp_encoding is PennyLane's IQPEmbedding; Havlíček's ZZ map (Qiskit's ZZFeatureMap:
+    H, P(2 x_i), then CNOT(i, j) P(2 (π - x_i)(π - x_j)) on j CNOT(i, j) for all i < j) is the
+    same template fed the columns given in its docstring, equal up to a global phase."""
+    import math
+    n, reps = 3, 2
+    x = np.random.default_rng(11).uniform(0, 2 * np.pi, (4, n))
+    c = T.iqp_encoding(tql.Circuit(n, dtype=torch.complex128), n_repeats=reps)
+    xt = torch.tensor(x)
+    f = 2 * T.iqp_features(math.pi - xt)
+    f[:, :n] = 2 * xt
+    ours = as_np(c(f))
+    hn = O.kron(*([O.H] * n))
+
+    def p_on(lam, q):
+        return O.kron(*[np.diag([1, np.exp(1j * lam)]) if w == q else np.eye(2) for w in range(n)])
+
+    def cx(a, b):
+        d = 2 ** n
+        u = np.zeros((d, d))
+        for i in range(d):
+            u[i ^ (1 << (n - 1 - b)) if (i >> (n - 1 - a)) & 1 else i, i] = 1
+        return u
+    for row, got in zip(x, ours):
+        s = zero_np(n)[0]
+        for _ in range(reps):
+            s = hn @ s
+            for i in range(n):
+                s = p_on(2 * row[i], i) @ s
+            for i in range(n):
+                for j in range(i + 1, n):
+                    s = cx(i, j) @ p_on(2 * (np.pi - row[i]) * (np.pi - row[j]), j) @ cx(i, j) @ s
+        assert abs(abs(np.vdot(s, got)) - 1) < 1e-10
+    # the plain template (x_i, x_i x_j) is a different state: the description must not claim Havlíček's
+    plain = as_np(c(T.iqp_features(xt)))
+    assert max(abs(abs(np.vdot(a, b)) - 1) for a, b in zip(plain, ours)) > 1e-2
+
+
 def test_hardware_efficient_errors():
     with pytest.raises(ValueError, match="kind='real' needs real gates, but RX is complex"):
         T.hardware_efficient(3, 1, rotations=("RX",))

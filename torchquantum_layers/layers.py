@@ -81,7 +81,9 @@ class QuantumLayer(nn.Module):
         input_map: optional ``nn.Module`` applied to ``x`` before the circuit (e.g.
             :class:`IQPFeatures`); ``F`` is then checked against its ``in_features`` (for an
             ``nn.Sequential``, its first module's); a map without one (``nn.Tanh()``) takes any
-            ``F``, and its output must have the circuit's input columns.
+            ``F``. Its output must have exactly the circuit's input columns (``circuit.n_inputs``):
+            a map returning more would have its extra columns silently ignored, so that is an
+            error naming both widths.
 
     The input must be a real floating tensor of shape ``(B, F)`` or ``(F,)`` where ``F`` is the
     number of input columns the circuit reads (``layer.n_inputs``), on the circuit's device;
@@ -208,6 +210,14 @@ class QuantumLayer(nn.Module):
         for name, kw in (("encoding_kwargs", enc_kw), ("ansatz_kwargs", ans_kw)):
             if not all(isinstance(k, str) for k in kw):
                 raise TypeError(f"{what}: {name} keys must be strings")
+        explicit = {"n_layers": n_layers, "init": init}
+        for key in sorted(ans_kw):
+            if key in explicit:
+                raise TypeError(f"{what}: ansatz_kwargs[{key!r}]={ans_kw[key]!r} clashes with the {key} "
+                                f"argument ({explicit[key]!r}): give {key} once, as from_template's argument")
+            if key == "circuit":
+                raise TypeError(f"{what}: ansatz_kwargs['circuit'] clashes with the circuit from_template "
+                                f"builds; use the templates directly to extend a circuit of your own")
         if n_features is not None:
             n_features = _check_int(n_features, "n_features", what)
         if encoding == "none" and n_features:
@@ -325,10 +335,11 @@ class QuantumLayer(nn.Module):
             xb = self.input_map(xb)
             circuit_need = self._circuit_inputs()
             if circuit_need and (not isinstance(xb, torch.Tensor) or xb.dim() != 2
-                                 or xb.shape[1] < circuit_need):
+                                 or xb.shape[1] != circuit_need):
                 got = tuple(xb.shape) if isinstance(xb, torch.Tensor) else type(xb).__name__
-                raise ValueError(f"QuantumLayer: the input_map must return (B, F) features with F >= "
-                                 f"{circuit_need}, the circuit's input columns, got {got}")
+                width = f"{xb.shape[-1]} column(s), " if isinstance(xb, torch.Tensor) and xb.dim() else ""
+                raise ValueError(f"QuantumLayer: the input_map must return (B, F) features with F = "
+                                 f"{circuit_need}, the circuit's input columns, got {width}shape {got}")
         obs = self.observables[0] if self._single else self.observables
         has_inputs = self._circuit_inputs() > 0
         # under torch.compile the simulation runs outside the graph (see the class docstring)

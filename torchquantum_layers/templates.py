@@ -208,11 +208,22 @@ def _pair_index(m: int) -> dict:
 
 def iqp_encoding(circuit: CircuitLike, wires=None, n_repeats: int = 1, first_column: int = 0,
                  product_column: Optional[int] = None, pattern: str = "all") -> Circuit:
-    """IQP feature map (PennyLane's ``IQPEmbedding``, Havlíček et al.'s ZZ feature map).
+    """IQP feature map, as PennyLane's ``IQPEmbedding``.
 
     Each repeat: H on every wire, ``RZ(x_i)`` on ``wires[i]``, then ``RZZ(x_i x_j)`` on
     ``(wires[i], wires[j])`` for the pairs of ``pattern`` (``"all"`` pairs i < j, or ``"linear"``
     neighbours). ``RZZ(θ) = MultiRZ(θ) = exp(-iθ Z⊗Z/2)``.
+
+    This is not Havlíček et al.'s ZZ feature map (Qiskit's ``ZZFeatureMap``), whose angles are
+    ``2 x_i`` and ``2 (π - x_i)(π - x_j)``. The gates are the same, only the angles differ, so
+    that map is this template fed other columns, ``2 x_i`` in the feature columns and
+    ``2 (π - x_i)(π - x_j)`` in the product columns::
+
+        f = 2 * iqp_features(math.pi - x)          # (B, n + n(n-1)/2)
+        f[:, :n] = 2 * x
+        states = c(f)                              # Havlíček's ZZ map, up to a global phase
+
+    (tested against Qiskit's H / P(2φ) / CNOT-P(2φ)-CNOT definition).
 
     The products are not computed by the circuit: pass the features through
     :func:`iqp_features` first, e.g. ``c(templates.iqp_features(x))``. Feature ``x_i`` is read from
@@ -378,7 +389,7 @@ def basis_encoding(x, n_wires: int, dtype=None, device=None) -> torch.Tensor:
 def hardware_efficient(circuit: CircuitLike, n_layers: int, wires=None, rotations=None,
                        entangler: str = "CNOT", pattern: str = "linear", kind: str = "real",
                        final_rotations: bool = True, init="uniform") -> Circuit:
-    """Hardware-efficient ansatz (Paddle Quantum's real / complex entangled layers).
+    """Hardware-efficient ansatz: layers of trainable rotations and a fixed entangler.
 
     Each of the ``n_layers`` layers puts every gate of ``rotations`` (trainable) on every wire,
     then ``entangler`` on the pairs of ``pattern`` (``"linear"`` chain, ``"ring"``, ``"all"``, see
@@ -386,6 +397,14 @@ def hardware_efficient(circuit: CircuitLike, n_layers: int, wires=None, rotation
     ``kind="real"`` defaults to ``rotations=("RY",)`` and requires real gates (the state keeps real
     amplitudes); ``kind="complex"`` defaults to ``("U3",)``; ``("RZ", "RY", "RZ")`` is the other
     usual choice. A parametrised entangler (e.g. ``"CRY"``) gets trainable angles too.
+
+    The defaults (a linear CNOT chain and a final rotation layer) are not Paddle Quantum's
+    entangled layers. ``pattern="ring", final_rotations=False`` is: with ``kind="real"`` it is
+    Paddle's ``RealEntangledLayer`` / ``real_entangled_layer`` (per layer RY on every qubit, then
+    CNOT(q_i, q_(i+1) mod n)), and with ``kind="complex"`` its ``ComplexEntangledLayer`` (U3
+    instead of RY), weights in Paddle's ``[depth, qubit(, 3)]`` order, for three or more wires.
+    On two wires Paddle's ring applies CNOT(0, 1) then CNOT(1, 0), while this ring is the single
+    pair (see :func:`entangler_pairs`). Tested against dense matrices of Paddle's definition.
     """
     what = "hardware_efficient"
     circuit = _circuit(circuit, what)

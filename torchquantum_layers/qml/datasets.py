@@ -195,6 +195,9 @@ class Scaler:
     def __init__(self, method: str = "standard", feature_range=(0.0, math.pi)):
         if method not in self.METHODS:
             raise ValueError(f"Scaler: method must be one of {self.METHODS}, got {method!r}")
+        if isinstance(feature_range, (str, bytes)) or not hasattr(feature_range, "__len__") \
+                or len(feature_range) != 2:
+            raise ValueError(f"Scaler: feature_range must be a pair (low, high), got {feature_range!r}")
         lo, hi = (_real(v, "feature_range", "Scaler") for v in feature_range)
         if not lo < hi:
             raise ValueError(f"Scaler: feature_range must be increasing, got {feature_range}")

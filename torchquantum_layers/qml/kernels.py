@@ -76,7 +76,9 @@ def encode(encoder: Encoder, X, *, batch_size: Optional[int] = None, what: str =
 
     ``encoder`` is a :class:`Circuit` whose input columns read the features (``F`` must equal
     ``circuit.n_inputs``), a :class:`QuantumLayer` (its input map, then its circuit; its
-    observables are ignored) or any callable mapping a ``(N, F)`` tensor to ``(N, 2**n)`` states.
+    observables are ignored) or any callable mapping a ``(N, F)`` tensor to ``(N, 2**n)`` states,
+    which must be normalised (squared norm 1 within 1e-4 in complex64, 1e-9 in complex128): an
+    unnormalised state is refused with a ``ValueError`` naming the sample and its norm.
     ``X`` may be a tensor or a NumPy array; it is moved to the circuit's device and real dtype.
     ``batch_size`` runs the encoder on chunks of samples (same result, less peak memory).
     """
@@ -97,10 +99,11 @@ def encode(encoder: Encoder, X, *, batch_size: Optional[int] = None, what: str =
         def run(chunk):
             if input_map is not None:
                 chunk = input_map(chunk)
-                if not isinstance(chunk, torch.Tensor) or chunk.dim() != 2 or chunk.shape[1] < circuit.n_inputs:
+                if not isinstance(chunk, torch.Tensor) or chunk.dim() != 2 or chunk.shape[1] != circuit.n_inputs:
                     got = tuple(chunk.shape) if isinstance(chunk, torch.Tensor) else type(chunk).__name__
+                    width = f"{chunk.shape[-1]} column(s), " if isinstance(chunk, torch.Tensor) and chunk.dim() else ""
                     raise ValueError(f"{what}: the encoder's input_map must return (N, F) features with "
-                                     f"F >= {circuit.n_inputs}, the circuit's input columns, got {got}")
+                                     f"F = {circuit.n_inputs}, the circuit's input columns, got {width}shape {got}")
             return circuit(chunk)
     else:
         x = _as_features(X, what, name, None, None)
@@ -111,12 +114,32 @@ def encode(encoder: Encoder, X, *, batch_size: Optional[int] = None, what: str =
                 got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
                 raise ValueError(f"{what}: the encoder callable must return states of shape "
                                  f"({chunk.shape[0]}, 2**n), got {got}")
+            d = out.shape[1]
+            if d < 1 or d & (d - 1):
+                raise ValueError(f"{what}: the encoder callable must return states of 2**n amplitudes, got "
+                                 f"{d} per sample")
             if not out.is_complex():
                 out = out.to(torch.complex128 if out.dtype == torch.float64 else torch.complex64)
+            _check_normalised(out, what)
             return out
     if batch_size is None or batch_size >= x.shape[0]:
         return run(x)
     return torch.cat([run(x[i:i + batch_size]) for i in range(0, x.shape[0], batch_size)], dim=0)
+
+
+def _check_normalised(states: torch.Tensor, what: str) -> None:
+    """Refuse states whose norm is not 1 (within the dtype's round-off): |⟨a|b⟩|² of unnormalised
+    vectors is no fidelity (it can exceed 1, and K[i, i] != 1)."""
+    with torch.no_grad():
+        sq = states.real.square() + states.imag.square()
+        norms = sq.sum(dim=1).to(torch.float64)
+        tol = 1e-4 if states.dtype == torch.complex64 else 1e-9
+        dev = (norms - 1).abs()
+        if not bool(torch.isfinite(norms).all()) or bool((dev > tol).any()):
+            i = int(torch.nan_to_num(dev, nan=float("inf")).argmax())
+            raise ValueError(f"{what}: the encoder callable returned an unnormalised state: sample {i} has "
+                             f"squared norm {float(norms[i]):.6g}, not 1 (normalise the states, e.g. "
+                             f"templates.amplitude_encoding(..., normalize=True))")
 
 
 def fidelity_kernel(encoder: Encoder, X1, X2=None, *, batch_size: Optional[int] = None):

@@ -130,9 +130,13 @@ class Circuit(nn.Module):
         return Param(new.shape[0] - 1, float(scale))
 
     def add(self, gate, wires, *angles, trainable: bool = False, input=None, scale: float = 1.0,
-            init: Union[float, str] = "uniform", matrix=None) -> "Circuit":
+            init: Union[float, str] = "uniform", matrix=None, condition=None) -> "Circuit":
         """Append ``gate`` on ``wires``. Angles: positional values/Param/Input, or
-        ``trainable=True`` (new parameters, ``init``), or ``input=col`` / ``input=(c0, c1, ...)``."""
+        ``trainable=True`` (new parameters, ``init``), or ``input=col`` / ``input=(c0, c1, ...)``.
+        ``condition`` (measurement outcomes) needs a :class:`~tql.MixedCircuit`."""
+        if condition is not None:
+            raise ValueError(f"{G.get_gate(gate).name}: condition= reads mid-circuit measurement outcomes, which a "
+                             f"state-vector Circuit does not hold: build a tql.MixedCircuit")
         gate = G.get_gate(gate)
         wires = (wires,) if isinstance(wires, int) else tuple(wires)
         wires = check_wires(wires, self.n_wires, f"{gate.name}")
@@ -326,7 +330,13 @@ class Circuit(nn.Module):
         """Validate inputs; return (x as (B, F) real or None, initial state, squeezed flag).
 
         ``materialize=False``: with no state given, return None for |0…0⟩ (the engine then
-        builds the circuit's leading single-wire gates as a product state instead)."""
+        builds the circuit's leading single-wire gates as a product state instead).
+
+        ``x`` may have more columns than the gates read (``F >= n_inputs``): gates address columns
+        by index, so one feature table can feed circuits that read different columns, and a
+        circuit without input gates takes ``x`` to set the batch. Too few columns is an error.
+        Wrappers that own the mapping to the circuit's columns (``QuantumLayer``, the kernels'
+        input maps) demand exactly ``n_inputs``, so extra columns there cannot go unnoticed."""
         dtype, device = self.dtype, self.device
         squeeze = False
         if x is not None:

@@ -1,6 +1,8 @@
 """Circuit pictures: text always, matplotlib with the ``plot`` extra."""
 from __future__ import annotations
 
+from . import gates as G
+
 
 def _angle_text(circuit, a, values: bool = False) -> str:
     """``w<index>`` for a trainable angle (its value with ``values``), ``x<column>`` for an input."""
@@ -74,8 +76,9 @@ def draw_text(circuit) -> str:
             g = op.gate
             label = _label(circuit, op)
             if g.n_controls:
-                for w in op.wires[:g.n_controls]:
-                    cells[w] = "●"
+                condition = G.condition_of(g)
+                for i, w in enumerate(op.wires[:g.n_controls]):
+                    cells[w] = "◉" if condition and i < condition[0] else "●"   # ◉: a measured wire read
                 tgt = op.wires[g.n_controls:]
                 inner = g.target.name + label[len(g.name):]
                 for w in tgt:

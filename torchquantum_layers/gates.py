@@ -475,6 +475,25 @@ def builder_names() -> dict:
     return names
 
 
+_CONDITION_PREFIX = "IF"
+
+
+def classically_controlled(gate: Gate, n_conditions: int) -> Gate:
+    """``gate`` applied where ``n_conditions`` measured wires (its first wires) read 1: on a
+    density matrix whose condition wires were just measured (block diagonal in them) this is the
+    controlled gate (deferred measurement); its name, ``IF<k>:<gate>``, keeps the gate's own for
+    noise models, which treat it as ``gate`` on its target wires."""
+    return controlled(gate, n_conditions, name=f"{_CONDITION_PREFIX}{n_conditions}:{gate.name}")
+
+
+def condition_of(gate: Gate):
+    """``(n_conditions, name of the conditioned gate)`` of a classically controlled gate, else None."""
+    head, sep, name = gate.name.partition(":")
+    if sep and head.startswith(_CONDITION_PREFIX) and head[len(_CONDITION_PREFIX):].isdigit():
+        return int(head[len(_CONDITION_PREFIX):]), name
+    return None
+
+
 def get_gate(name) -> Gate:
     """Look a gate up by name or alias, case-insensitively."""
     if isinstance(name, Gate):

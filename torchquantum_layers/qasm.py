@@ -23,7 +23,10 @@ Reading
     nothing has touched yet (it is still |0⟩) and is an error anywhere else; ``if`` is an error;
     ``opaque`` declarations are accepted and applying an opaque gate is an error.
     ``MixedCircuit.from_qasm`` (``mixed=True``) keeps ``measure`` and ``reset`` as instructions
-    instead, so gates may follow them.
+    instead, so gates may follow them, and reads ``if(c==k) <gate call>;`` as the gate conditioned
+    on the qubits measured into ``c`` (bit j of k: the outcome of the qubit last measured into
+    c[j]; a bit never measured reads 0, so an ``if`` that needs it 1 never applies). The qubit
+    must still hold its outcome (no gate or reset on it since); only gate calls may be conditioned.
 
     Every error is a ValueError ``from_qasm: line N: <what> in `<statement>```.
 
@@ -229,9 +232,12 @@ class _Parser:
         self.defs: dict = {}
         self.registers: dict = {}        # name -> ("q", offset, size) | ("c", 0, size)
         self.labels: list = []           # wire -> "q[0]"
-        self.ops: list = []              # (Gate, wires, angles)
+        self.ops: list = []              # (Gate, wires, angles, {qubit: outcome} or None)
         self.touched: set = set()
         self.measured: set = set()
+        self.outcome_of: dict = {}       # (creg, index) -> qubit whose measurement it holds
+        self.holding: set = set()        # qubits still holding their last measurement
+        self.condition = None            # {qubit: outcome} while reading the body of an 'if'
 
     # -- errors -------------------------------------------------------------------------------
     def _line(self, pos: int) -> int:
@@ -344,7 +350,7 @@ class _Parser:
         elif word == "reset":
             self._reset()
         elif word == "if":
-            self.fail(tok, "a classically controlled 'if' cannot be represented in a unitary circuit")
+            self._if()
         else:
             self._gate_call()
 
@@ -610,28 +616,79 @@ class _Parser:
             if w in self.measured and not self.mixed:
                 self.fail(tok, f"qubit {self.labels[w]} is used after it was measured, which a unitary "
                                f"circuit cannot represent")
+        condition = self.condition
+        if condition is False:                  # an 'if' that can never hold: read, not applied
+            return
+        if condition:
+            for w in wires:
+                if w in condition:
+                    self.fail(tok, f"if: the gate acts on {self.labels[w]}, whose measurement outcome it reads")
         self.touched.update(wires)
-        self.ops.append((gate, wires, angles))
+        self.holding.difference_update(wires)
+        self.ops.append((gate, wires, angles, condition or None))
+
+    def _if(self):
+        tok = self.next()
+        if not self.mixed:
+            self.fail(tok, "a classically controlled 'if' reads mid-circuit measurements, which a unitary circuit "
+                           "does not hold: read the program with MixedCircuit.from_qasm")
+        self.expect("(")
+        name = self.expect_id("a creg name")
+        bits, _ = self._resolve(name, None, "c")
+        self.expect("==")
+        value = self.expect_int("an integer")
+        self.expect(")")
+        if value >= 2 ** len(bits):
+            self.fail(name, f"if: {name.text} has {len(bits)} bit(s) and can never equal {value}")
+        condition = {}
+        for j in bits:                          # bit j of the register is bit j of the integer
+            want = (value >> j) & 1
+            q = self.outcome_of.get((name.text, j))
+            if q is None:                       # never measured: the bit reads 0
+                if want:
+                    condition = False
+                    break
+                continue
+            if q not in self.holding:
+                self.fail(name, f"if: {name.text}[{j}] holds the measurement of {self.labels[q]}, which was acted "
+                                f"on since; a condition can only read a qubit still holding its outcome")
+            if condition.get(q, want) != want:
+                condition = False
+                break
+            condition[q] = want
+        word = self.peek()
+        if word.text in ("measure", "reset", "if", "barrier", "opaque", "gate", "qreg", "creg"):
+            self.fail(word, f"if: only a gate call may be conditioned, got '{word.text}'")
+        self.condition = condition
+        try:
+            self._gate_call()
+        finally:
+            self.condition = None
 
     def _measure(self):
         tok = self.next()
         qbits, qwhole = self._resolve(*self._arg(), "q")
         self.expect("->")
-        cbits, cwhole = self._resolve(*self._arg(), "c")
+        creg, index = self._arg()
+        cbits, cwhole = self._resolve(creg, index, "c")
         self.expect(";")
         if qwhole != cwhole or len(qbits) != len(cbits):
             self.fail(tok, f"measure needs a qubit and a bit, or registers of equal size "
                            f"(got {len(qbits)} qubit(s) and {len(cbits)} bit(s))")
         self.measured.update(qbits)
+        self.holding.update(qbits)
+        for q, b in zip(qbits, cbits):
+            self.outcome_of[(creg.text, b)] = q
         if self.mixed:
-            self.ops.append(("measure", tuple(qbits), None))
+            self.ops.append(("measure", tuple(qbits), None, None))
 
     def _reset(self):
         tok = self.next()
         bits, _ = self._resolve(*self._arg(), "q")
         self.expect(";")
+        self.holding.difference_update(bits)
         if self.mixed:
-            self.ops.append(("reset", tuple(bits), None))
+            self.ops.append(("reset", tuple(bits), None, None))
             return
         for w in bits:
             if w in self.touched or w in self.measured:
@@ -671,11 +728,13 @@ def from_qasm(source, *, dtype=None, fuse: bool = True, max_fused_wires: Optiona
         circuit = MixedCircuit(len(parser.labels), fuse=fuse, max_fused_wires=max_fused_wires, dtype=dtype)
     else:
         circuit = Circuit(len(parser.labels), fuse=fuse, max_fused_wires=max_fused_wires, dtype=dtype)
-    for gate, wires, angles in parser.ops:
+    for gate, wires, angles, condition in parser.ops:
         if gate == "measure":
             circuit.measure(wires)
         elif gate == "reset":
             circuit.reset(wires)
+        elif condition:
+            circuit.add(gate, wires, *angles, condition=condition)
         else:
             circuit.add(gate, wires, *angles)
     return circuit
@@ -799,14 +858,17 @@ def _instruction_qasm(inst) -> list:
         return [f"measure q[{w}] -> c[{w}];" for w in inst.wires]
     if inst.label.startswith("reset"):
         return [f"reset q[{w}];" for w in inst.wires]
+    if getattr(inst, "condition_flip", False):       # around a gate conditioned on outcome 0
+        return [f"x q[{w}];" for w in inst.wires]
     raise ValueError(f"to_qasm: OpenQASM 2.0 has no channels; cannot write {inst!r}")
 
 
 def to_qasm(circuit: Circuit, *, bind: bool = True, measure: bool = False) -> str:
     """OpenQASM 2.0 text of ``circuit`` on ``qreg q[n]`` (q[i] is wire i); ``measure=True`` adds
     ``creg c[n]`` and a final ``measure q -> c``. A MixedCircuit's measurements and resets are
-    written where they stand (into ``creg c[n]``); channels and noise models have no OpenQASM 2.0
-    form and raise ``ValueError``."""
+    written where they stand (into ``creg c[n]``), gates conditioned on them as the controlled
+    gates they equal on measured qubits (read back, the circuit acts the same); channels and noise
+    models have no OpenQASM 2.0 form and raise ``ValueError``."""
     if not isinstance(circuit, Circuit):
         raise TypeError(f"to_qasm: expected a Circuit, got {type(circuit).__name__}")
     n = circuit.n_wires

@@ -5,9 +5,10 @@ from typing import Optional
 
 import torch
 
+from .. import gates as G
 from ..circuit import Circuit
 from ..kernels.apply import check_wires
-from .channels import Channel
+from .channels import Channel, unitary_channel
 
 __all__ = ["MixedCircuit", "ChannelInstruction", "MeasureInstruction", "ResetInstruction"]
 
@@ -27,6 +28,15 @@ class ChannelInstruction:
 
     def __repr__(self):
         return f"{self.channel.name}{list(self.wires)}"
+
+
+class _ConditionFlip(ChannelInstruction):
+    """X on a measured wire around a gate conditioned on outcome 0 (relabels the classical value:
+    not noise, and the wire still holds its measurement)."""
+    condition_flip = True
+
+    def __init__(self, wire: int):
+        super().__init__(unitary_channel(torch.tensor([[0, 1], [1, 0]], dtype=torch.complex128), "flip"), (wire,))
 
 
 class MeasureInstruction:
@@ -110,6 +120,63 @@ class MixedCircuit(Circuit):
             raise ValueError(f"{channel.name} acts on {channel.n_wires} wire(s), got wires {wires}")
         self.instructions.append((len(self.ops), ChannelInstruction(channel, wires)))
         return self
+
+    def add(self, gate, wires, *angles, condition=None, **kwargs) -> "MixedCircuit":
+        """Circuit.add, and ``condition``: the gate acts only where measured wires read given
+        outcomes, ``{wire: 0 or 1}`` (a wire or a list of wires: all 1). Each condition wire must
+        hold its last measurement (no gate, channel or reset on it since); the gate may not act on
+        it. Exact on density matrices and trajectories, collapsing or not (the measured wires are
+        classical there, so the conditioned gate is the controlled one); a noise model treats it
+        as the gate on its own wires, in either branch (its time slot passes either way)."""
+        if condition is None:
+            return super().add(gate, wires, *angles, **kwargs)
+        gate = G.get_gate(gate)
+        wires = (wires,) if isinstance(wires, int) else tuple(wires)
+        cond = self._condition(condition, gate, wires)
+        zeros = [w for w, v in cond.items() if v == 0]
+        self.instructions += [(len(self.ops), _ConditionFlip(w)) for w in zeros]
+        super().add(G.classically_controlled(gate, len(cond)), tuple(cond) + wires, *angles, **kwargs)
+        self.instructions += [(len(self.ops), _ConditionFlip(w)) for w in zeros]
+        return self
+
+    def _condition(self, condition, gate, wires) -> dict:
+        what = f"{gate.name} condition"
+        if isinstance(condition, dict):
+            items = list(condition.items())
+        else:
+            items = [(w, 1) for w in ((condition,) if isinstance(condition, int) else tuple(condition))]
+        if not items:
+            raise ValueError(f"{what}: no wire given (None for an unconditional gate)")
+        cond = dict(zip(check_wires(tuple(w for w, _ in items), self.n_wires, what), (v for _, v in items)))
+        for w, v in cond.items():
+            if isinstance(v, bool) or v not in (0, 1):
+                raise ValueError(f"{what}: wire {w} must read 0 or 1, got {v!r}")
+            if w in wires:
+                raise ValueError(f"{what}: wire {w} is read as a measurement and acted on by the gate")
+        readable = self._holding_measurements()
+        for w in cond:
+            if w not in readable:
+                raise ValueError(f"{what}: wire {w} does not hold a measurement outcome (not measured, or a gate, "
+                                 f"channel or reset acted on it since)")
+        return {w: int(v) for w, v in cond.items()}
+
+    def _holding_measurements(self) -> set:
+        """Wires whose last measurement is still on the qubit, after the ops so far."""
+        at: dict = {}
+        for pos, inst in self.instructions:
+            at.setdefault(pos, []).append(inst)
+        held: set = set()
+        for i in range(len(self.ops) + 1):
+            for inst in at.get(i, ()):
+                if isinstance(inst, MeasureInstruction):
+                    held.update(inst.wires)
+                elif not isinstance(inst, _ConditionFlip):
+                    held.difference_update(inst.wires)
+            if i < len(self.ops):
+                op = self.ops[i]
+                condition = G.condition_of(op.gate)
+                held.difference_update(op.wires[condition[0] if condition else 0:])
+        return held
 
     def measure(self, wires, collapse: bool = False) -> "MixedCircuit":
         self.instructions.append((len(self.ops), MeasureInstruction(self._wires(wires, "measure"), collapse, self)))

@@ -104,16 +104,20 @@ class NoiseModel:
     def channels_for(self, op) -> list:
         """``[(channel, wires), ...]`` to apply right after ``op`` (an Op of a circuit)."""
         out = []
+        name, wires = op.gate.name, tuple(op.wires)
+        condition = G.condition_of(op.gate)
+        if condition is not None:           # a classically controlled gate: noise as on the gate itself
+            name, wires = condition[1], wires[condition[0]:]
         for ch, names, ws in self.rules:
-            if names is not None and op.gate.name not in names:
+            if names is not None and name not in names:
                 continue
-            if ws is not None and not (set(op.wires) & ws):
+            if ws is not None and not (set(wires) & ws):
                 continue
             if ch.n_wires == 1:
-                out.extend((ch, (w,)) for w in op.wires if ws is None or w in ws)
-            elif ch.n_wires == len(op.wires):
-                out.append((ch, tuple(op.wires)))
+                out.extend((ch, (w,)) for w in wires if ws is None or w in ws)
+            elif ch.n_wires == len(wires):
+                out.append((ch, wires))
             else:
                 raise ValueError(f"NoiseModel: the {ch.n_wires}-wire channel {ch.name} cannot follow "
-                                 f"{op.gate.name} on {len(op.wires)} wire(s) {op.wires}")
+                                 f"{name} on {len(wires)} wire(s) {wires}")
         return out

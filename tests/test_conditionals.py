@@ -1,0 +1,184 @@
+"""Gates conditioned on mid-circuit measurements (MixedCircuit ``condition=``, OpenQASM ``if``).
+
+Oracles: teleportation returns the input qubit exactly (a NumPy U3 column); products of
+measured |+> states give analytic branch averages; noise after a conditioned gate is checked
+against the closed form where it hits the target only.
+"""
+import math
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+import torchquantum_layers as tql
+from torchquantum_layers import mixed
+
+from . import oracle as O
+from .conftest import ATOL
+
+ANGLES = [(0.7, 1.2, -0.4), (2.9, -0.3, 0.8), (1.6, 2.2, 2.5)]
+
+
+def _teleport(dtype, angles, collapse=False):
+    c = mixed.MixedCircuit(3, dtype=dtype)
+    c.u3(0, *angles).h(1).cnot(1, 2).cnot(0, 1).h(0).measure([0, 1], collapse=collapse)
+    return c.x(2, condition=1).z(2, condition=0)
+
+
+def _bloch(psi):
+    return [np.vdot(psi, P @ psi).real for P in (O.X, O.Y, O.Z)]
+
+
+@pytest.mark.parametrize("angles", ANGLES)
+def test_teleportation_returns_the_input_qubit(dtype, angles):
+    psi = O.u3(*angles)[:, 0]
+    target = np.outer(psi, psi.conj())
+    c = _teleport(dtype, angles)
+    rho2 = tql.qinfo.reduced_density_matrix(mixed.run(c), [2])[0].numpy()
+    np.testing.assert_allclose(rho2, target, atol=10 * ATOL[dtype])
+    # every collapsed run, whatever its outcomes, and every trajectory ends in the same qubit
+    collapsing = _teleport(dtype, angles, collapse=True)
+    seen = set()
+    for seed in range(6):
+        out = collapsing(generator=torch.Generator().manual_seed(seed))
+        seen.add(tuple(int(v) for _, o in collapsing.last_outcomes for v in o.flatten().tolist()))
+        rho2 = tql.qinfo.reduced_density_matrix(out, [2])[0].numpy()
+        np.testing.assert_allclose(rho2, target, atol=10 * ATOL[dtype])
+    assert len(seen) > 1
+    est = mixed.trajectories.expval(c, ["X2", "Y2", "Z2"], n_trajectories=16,
+                                    generator=torch.Generator().manual_seed(1))
+    np.testing.assert_allclose(est[0].numpy(), _bloch(psi), atol=10 * ATOL[dtype])
+
+
+def test_conditions_on_several_wires_and_on_outcome_zero():
+    c = mixed.MixedCircuit(3, dtype=torch.complex128)
+    c.h(0).h(1).measure([0, 1]).x(2, condition={0: 0, 1: 1})
+    z2, z0z2, z1z2 = mixed.expval(c, ["Z2", "Z0 Z2", "Z1 Z2"])[0].tolist()
+    # q2 = 1 in the branch (q0, q1) = (0, 1) only, of four equally likely: Z0 Z2 over the branches
+    # 00, 01, 10, 11 is +1, -1, -1, -1 and Z1 Z2 is +1, +1, +1, -1
+    assert z2 == pytest.approx(0.5, abs=1e-12)
+    assert z0z2 == pytest.approx(-0.5, abs=1e-12)
+    assert z1z2 == pytest.approx(0.5, abs=1e-12)
+    # the flips that read outcome 0 leave the measured wire as it was
+    assert mixed.expval(c, "Z0")[0].item() == pytest.approx(0.0, abs=1e-12)
+
+
+def test_noise_follows_the_conditioned_gate_on_its_own_wires():
+    p = 0.15
+    model = tql.NoiseModel().add(mixed.bit_flip(p), gates="x")
+    c = mixed.MixedCircuit(2, dtype=torch.complex128, noise_model=model)
+    c.h(0).measure(0).x(1, condition=0)
+    z0, z1, zz = mixed.expval(c, ["Z0", "Z1", "Z0 Z1"])[0].tolist()
+    # the flip hits q1 after the slot in either branch, never the measured q0 (that would give (1-2p)^2)
+    assert zz == pytest.approx(1 - 2 * p, abs=1e-12)
+    assert z0 == pytest.approx(0.0, abs=1e-12) and z1 == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("diff_method", ["backprop", "parameter-shift"])
+def test_a_conditioned_trainable_rotation_has_the_analytic_gradient(diff_method):
+    theta = 0.9
+    c = mixed.MixedCircuit(2, dtype=torch.complex128)
+    c.h(0).measure(0).ry(1, trainable=True, condition=0)
+    with torch.no_grad():
+        c.weights[0] = theta
+    value = mixed.expval(c, "Z1", diff_method=diff_method)
+    value.sum().backward()
+    assert float(value.detach()[0]) == pytest.approx((1 + math.cos(theta)) / 2, abs=1e-12)
+    assert float(c.weights.grad[0]) == pytest.approx(-math.sin(theta) / 2, abs=1e-10)
+
+
+def test_conditioned_circuits_pickle_and_fold():
+    c = _teleport(torch.complex128, ANGLES[0])
+    back = pickle.loads(pickle.dumps(c))
+    psi = O.u3(*ANGLES[0])[:, 0]
+    np.testing.assert_allclose(mixed.expval(back, ["X2", "Y2", "Z2"])[0].numpy(), _bloch(psi), atol=1e-12)
+    folded = mixed.fold_gates(c, 3, "left")
+    np.testing.assert_allclose(mixed.expval(folded, ["X2", "Y2", "Z2"])[0].numpy(), _bloch(psi), atol=1e-12)
+
+
+def test_bad_conditions_are_named():
+    c = mixed.MixedCircuit(3)
+    c.h(0).h(2).measure(0)
+    with pytest.raises(ValueError, match="X condition: wire 1 does not hold a measurement outcome"):
+        c.x(2, condition=1)
+    with pytest.raises(ValueError, match="wire 0 must read 0 or 1, got 2"):
+        c.x(2, condition={0: 2})
+    with pytest.raises(ValueError, match="wire 0 is read as a measurement and acted on by the gate"):
+        c.x(0, condition=0)
+    with pytest.raises(ValueError, match="no wire given"):
+        c.x(2, condition=[])
+    with pytest.raises(ValueError, match="wire 5"):
+        c.x(2, condition=5)
+    touched = mixed.MixedCircuit(2)
+    touched.h(0).measure(0).rx(0, 0.1)
+    with pytest.raises(ValueError, match="wire 0 does not hold a measurement outcome"):
+        touched.x(1, condition=0)
+    for after in (lambda m: m.reset(0), lambda m: m.channel(mixed.bit_flip(0.1), 0)):
+        m = mixed.MixedCircuit(2)
+        m.h(0).measure(0)
+        after(m)
+        with pytest.raises(ValueError, match="wire 0 does not hold a measurement outcome"):
+            m.x(1, condition=0)
+    with pytest.raises(ValueError, match="X: condition= reads mid-circuit measurement outcomes.*MixedCircuit"):
+        tql.Circuit(2).x(1, condition=0)
+
+
+TELEPORT_QASM = """OPENQASM 2.0;
+include "qelib1.inc";
+qreg q[3];
+creg m0[1];
+creg m1[1];
+u3({t},{p},{l}) q[0];
+h q[1];
+cx q[1],q[2];
+cx q[0],q[1];
+h q[0];
+measure q[0] -> m0[0];
+measure q[1] -> m1[0];
+if(m1==1) x q[2];
+if(m0==1) z q[2];
+"""
+
+
+def test_qasm_if_reads_measured_bits():
+    angles = ANGLES[1]
+    c = tql.MixedCircuit.from_qasm(TELEPORT_QASM.format(t=angles[0], p=angles[1], l=angles[2]),
+                                   dtype=torch.complex128)
+    psi = O.u3(*angles)[:, 0]
+    np.testing.assert_allclose(mixed.expval(c, ["X2", "Y2", "Z2"])[0].numpy(), _bloch(psi), atol=1e-12)
+    # a two-bit register compared with 2 = binary 10: c[1] (q1) reads 1 and c[0] (q0) reads 0
+    two = tql.MixedCircuit.from_qasm("""OPENQASM 2.0; include "qelib1.inc"; qreg q[3]; creg c[2];
+        h q[0]; h q[1]; measure q[0] -> c[0]; measure q[1] -> c[1]; if(c==2) x q[2];""", dtype=torch.complex128)
+    z0z2, z1z2 = mixed.expval(two, ["Z0 Z2", "Z1 Z2"])[0].tolist()
+    assert z0z2 == pytest.approx(-0.5, abs=1e-12) and z1z2 == pytest.approx(0.5, abs=1e-12)   # as {0: 0, 1: 1}
+    # a bit never measured reads 0: 'if(c==2)' with c[1] unmeasured never holds, 'if(c==1)' reads q0 alone
+    never = tql.MixedCircuit.from_qasm("""OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; creg c[2];
+        h q[0]; measure q[0] -> c[0]; if(c==2) x q[1];""")
+    assert [op.gate.name for op in never.ops] == ["H"]
+    once = tql.MixedCircuit.from_qasm("""OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; creg c[2];
+        h q[0]; measure q[0] -> c[0]; if(c==1) x q[1];""", dtype=torch.complex128)
+    assert mixed.expval(once, "Z0 Z1")[0].item() == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("body, line, message", [
+    ("h q[0]; measure q[0] -> c[0]; h q[0]; if(c==1) x q[1];", 2, "holds the measurement of q\\[0\\], which was acted"),
+    ("measure q[0] -> c[0]; if(c==4) x q[1];", 2, "has 2 bit\\(s\\) and can never equal 4"),
+    ("measure q[0] -> c[0]; if(c==1) measure q[1] -> c[1];", 2, "only a gate call may be conditioned"),
+    ("measure q[0] -> c[0]; if(c==1) x q[0];", 2, "acts on q\\[0\\], whose measurement outcome it reads"),
+    ("if(q==1) x q[0];", 2, "'q' is a qreg, expected a creg"),
+])
+def test_qasm_if_errors_name_the_line(body, line, message):
+    src = 'OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; creg c[2];\n' + body
+    with pytest.raises(ValueError, match=f"line {line}: .*{message}"):
+        tql.MixedCircuit.from_qasm(src)
+
+
+def test_to_qasm_writes_conditioned_gates_as_the_controlled_gates_they_equal():
+    c = mixed.MixedCircuit(3, dtype=torch.complex128)
+    c.h(0).ry(1, 0.8).measure([0, 1]).x(2, condition={0: 0, 1: 1}).rz(2, 0.3, condition=0)
+    back = tql.MixedCircuit.from_qasm(c.to_qasm(), dtype=torch.complex128)
+    obs = ["Z2", "Z0 Z2", "Z1 Z2", "X2", "Y1 Y2"]
+    np.testing.assert_allclose(mixed.expval(back, obs)[0].numpy(), mixed.expval(c, obs)[0].numpy(), atol=1e-12)
+    # branch (q0, q1) = (0, 1), probability (1/2) sin²(0.4): q2 = 1
+    assert float(mixed.expval(c, "Z2")[0]) == pytest.approx(1 - 2 * 0.5 * math.sin(0.4) ** 2, abs=1e-12)

@@ -183,8 +183,9 @@ class SPSA(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
+        what = type(self).__name__
         if closure is None:
-            raise ValueError("SPSA: step needs a closure that returns the loss")
+            raise ValueError(f"{what}: step needs a closure that returns the loss")
         losses = []
         for index, group in enumerate(self.param_groups):
             params = group["params"]
@@ -203,13 +204,16 @@ class SPSA(torch.optim.Optimizer):
                 minus = torch.as_tensor(closure()).detach()
                 for p, d in zip(params, deltas):
                     p.add_(d, alpha=c_k)
-                if plus.numel() != 1 or minus.numel() != 1:
-                    raise ValueError(f"SPSA: the closure must return a scalar loss, got shape {tuple(plus.shape)}")
-                slope = (plus - minus).reshape(()) / (2 * c_k)
-                for e, d in zip(estimate, deltas):
-                    e.add_(d * slope.to(e.dtype) / group["resamplings"])
-                losses += [plus.reshape(()), minus.reshape(())]
+                for p, e, d in zip(params, estimate, deltas):
+                    e.add_(d * self._slope(plus, minus, c_k, p).to(e.dtype) / group["resamplings"])
+                losses += [plus.sum().to(torch.float64), minus.sum().to(torch.float64)]
             for p, e in zip(params, estimate):
                 p.sub_(e, alpha=a_k)
             state["step"] = torch.tensor(k + 1)
-        return torch.stack([v.to(torch.float64) for v in losses]).mean()
+        return torch.stack(losses).mean()
+
+    def _slope(self, plus: torch.Tensor, minus: torch.Tensor, c_k: float, p: torch.Tensor) -> torch.Tensor:
+        """The loss's slope along the direction, shaped to scale the direction of ``p``."""
+        if plus.numel() != 1 or minus.numel() != 1:
+            raise ValueError(f"SPSA: the closure must return a scalar loss, got shape {tuple(plus.shape)}")
+        return (plus - minus).reshape(()) / (2 * c_k)

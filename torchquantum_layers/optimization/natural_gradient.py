@@ -28,7 +28,7 @@ from typing import Callable, Union
 import torch
 
 from ..kernels.apply import apply_matrix_unchecked
-from ..kernels.state import REAL_OF, check_allocation
+from ..kernels.state import check_allocation
 from ..optim import SPSA
 from .qaoa_ops import _generator
 
@@ -157,41 +157,13 @@ class MultiStartSPSA(SPSA):
     plain SPSA. ``step`` returns the mean over the evaluations of the summed loss.
     """
 
-    @torch.no_grad()
-    def step(self, closure=None):
-        if closure is None:
-            raise ValueError("MultiStartSPSA: step needs a closure that returns the starts' costs")
-        totals = []
-        for index, group in enumerate(self.param_groups):
-            params = group["params"]
-            state = self.state[params[0]]
-            k = int(state.get("step", 0))
-            a_k = group["lr"] / (k + 1 + group["stability"]) ** group["alpha"]
-            c_k = group["perturbation"] / (k + 1) ** group["gamma"]
-            estimate = [torch.zeros_like(p) for p in params]
-            for r in range(group["resamplings"]):
-                deltas = self._directions(group, index, k, r)
-                for p, d in zip(params, deltas):
-                    p.add_(d, alpha=c_k)
-                plus = torch.as_tensor(closure()).detach()
-                for p, d in zip(params, deltas):
-                    p.sub_(d, alpha=2 * c_k)
-                minus = torch.as_tensor(closure()).detach()
-                for p, d in zip(params, deltas):
-                    p.add_(d, alpha=c_k)
-                if plus.shape != minus.shape:
-                    raise ValueError(f"MultiStartSPSA: the closure returned shapes {tuple(plus.shape)} and "
-                                     f"{tuple(minus.shape)}")
-                slope = (plus - minus) / (2 * c_k)
-                for p, e, d in zip(params, estimate, deltas):
-                    if slope.dim() and tuple(p.shape[:slope.dim()]) != tuple(slope.shape):
-                        raise ValueError(f"MultiStartSPSA: the closure returned losses of shape "
-                                         f"{tuple(slope.shape)} for a parameter of shape {tuple(p.shape)}; "
-                                         f"one loss per leading row, or a scalar")
-                    s = slope.reshape(tuple(slope.shape) + (1,) * (p.dim() - slope.dim())).to(e.dtype)
-                    e.add_(d * s / group["resamplings"])
-                totals += [plus.sum().to(torch.float64), minus.sum().to(torch.float64)]
-            for p, e in zip(params, estimate):
-                p.sub_(e, alpha=a_k)
-            state["step"] = torch.tensor(k + 1)
-        return torch.stack(totals).mean()
+    def _slope(self, plus: torch.Tensor, minus: torch.Tensor, c_k: float, p: torch.Tensor) -> torch.Tensor:
+        if plus.shape != minus.shape:
+            raise ValueError(f"MultiStartSPSA: the closure returned shapes {tuple(plus.shape)} and "
+                             f"{tuple(minus.shape)}")
+        slope = (plus - minus) / (2 * c_k)
+        if slope.dim() and tuple(p.shape[:slope.dim()]) != tuple(slope.shape):
+            raise ValueError(f"MultiStartSPSA: the closure returned losses of shape "
+                             f"{tuple(slope.shape)} for a parameter of shape {tuple(p.shape)}; "
+                             f"one loss per leading row, or a scalar")
+        return slope.reshape(tuple(slope.shape) + (1,) * (p.dim() - slope.dim()))

@@ -84,6 +84,24 @@ def _positive(value, name: str, what: str, allow_zero: bool = False) -> float:
     return float(value)
 
 
+def loss_of(closure):
+    """The closure's loss, evaluated with gradients on (optimizers step under no_grad), or None."""
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()
+
+
+def natural_gradient_update(param: torch.Tensor, metric: torch.Tensor, lr: float, regularization: float) -> None:
+    """``θ ← θ − lr (g + λ I)⁻¹ ∇L`` in place, with one metric ``(M, M)`` for ``θ`` ``(M,)`` or one
+    per row, ``(..., M, M)`` for ``(..., M)``, and ``∇L`` in ``param.grad``."""
+    M = param.shape[-1]
+    g = metric.reshape(-1, M, M).to(param.grad.dtype)
+    eye = torch.eye(M, dtype=g.dtype, device=g.device)
+    step = torch.linalg.solve(g + regularization * eye, param.grad.reshape(-1, M, 1))
+    param.sub_(lr * step.reshape(param.shape))
+
+
 class QNG(torch.optim.Optimizer):
     """Quantum natural gradient (Stokes, Izaac, Killoran, Carleo 2020) for a :class:`~tql.Circuit`.
 
@@ -123,10 +141,7 @@ class QNG(torch.optim.Optimizer):
     @torch.no_grad()
     def step(self, closure=None):
         from .grad import quantum_fisher
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = loss_of(closure)
         group = self.param_groups[0]
         (w,) = group["params"]
         if w is not self.circuit.weights:
@@ -143,9 +158,7 @@ class QNG(torch.optim.Optimizer):
             if bw.shape[0] != metrics.shape[0]:
                 raise ValueError(f"QNG: {bw.shape[0]} batch_weights for a batch of {metrics.shape[0]} states")
             metric = (bw[:, None, None] * metrics).sum(0) / bw.sum()
-        metric = metric.to(w.grad.dtype)
-        eye = torch.eye(metric.shape[0], dtype=metric.dtype, device=metric.device)
-        w.sub_(group["lr"] * torch.linalg.solve(metric + group["regularization"] * eye, w.grad))
+        natural_gradient_update(w, metric, group["lr"], group["regularization"])
         return loss
 
 

@@ -29,7 +29,7 @@ import torch
 
 from ..kernels.apply import apply_matrix_unchecked
 from ..kernels.state import check_allocation
-from ..optim import SPSA
+from ..optim import SPSA, loss_of, natural_gradient_update
 from .qaoa_ops import _generator
 
 __all__ = ["qaoa_metric", "QAOANaturalGradient", "MultiStartSPSA"]
@@ -125,10 +125,7 @@ class QAOANaturalGradient(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = loss_of(closure)
         group = self.param_groups[0]
         (a,) = group["params"]
         if a.grad is None:
@@ -140,11 +137,7 @@ class QAOANaturalGradient(torch.optim.Optimizer):
         if g.shape != a.shape + (M,):
             raise ValueError(f"QAOANaturalGradient: the metric has shape {tuple(g.shape)}, the angles "
                              f"{tuple(a.shape)} need {tuple(a.shape) + (M,)}")
-        g = g.reshape(-1, M, M).to(a.grad.dtype)
-        eye = torch.eye(M, dtype=g.dtype, device=g.device)
-        rhs = a.grad.reshape(-1, M, 1)
-        x = torch.linalg.solve(g + group["regularization"] * eye, rhs)
-        a.sub_(group["lr"] * x.reshape(a.shape))
+        natural_gradient_update(a, g, group["lr"], group["regularization"])
         return loss
 
 

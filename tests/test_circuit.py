@@ -909,3 +909,28 @@ def test_state_too_large_fails_before_allocating():
         c()
     with pytest.raises(MemoryError, match="bytes"):
         tql.random_state(61, batch=4)
+
+
+def test_a_nearly_unitary_matrix_is_stored_as_its_nearest_unitary():
+    """A complex64 unitary passes the check to ~1e-7; stored as the polar factor, every diff_method
+    of a complex128 circuit then sees one exactly unitary gate (the adjoint drifted by ~1e-7)."""
+    rng = np.random.default_rng(11)
+    a = rng.normal(size=(4, 4)) + 1j * rng.normal(size=(4, 4))
+    q, _ = np.linalg.qr(a)
+    u32 = torch.tensor(q, dtype=torch.complex64)
+    phases = torch.exp(1j * torch.tensor(rng.uniform(0, 6.28, 4), dtype=torch.float32))
+    c = tql.Circuit(2, dtype=torch.complex128)
+    c.ry(0, trainable=True).qubit_unitary([0, 1], u32).diagonal_unitary([0, 1], phases).rx(1, trainable=True)
+    for key in ("_data0", "_data1"):
+        m = getattr(c, key).numpy()
+        np.testing.assert_allclose(m @ m.conj().T if m.ndim == 2 else np.abs(m), np.eye(4) if m.ndim == 2 else 1,
+                                   atol=1e-14)
+    # the polar factor is the unitary nearest the given matrix (numpy's SVD as the oracle)
+    w, _, vh = np.linalg.svd(u32.numpy().astype(np.complex128))
+    np.testing.assert_allclose(c._data0.numpy(), w @ vh, atol=1e-14)
+    grads = []
+    for method in ("backprop", "adjoint", "parameter-shift"):
+        c.zero_grad()
+        tql.expval(c, "Z0 X1", diff_method=method).sum().backward()
+        grads.append(c.weights.grad.clone())
+    assert torch.allclose(grads[0], grads[1], atol=1e-13) and torch.allclose(grads[0], grads[2], atol=1e-13)

@@ -201,9 +201,18 @@ class Circuit(nn.Module):
         if not m.is_complex():
             m = m.to(torch.complex128)
         G.check_gate_data(gate, wires, m)
+        m = m.to(torch.complex128)
+        # stored as the nearest unitary (polar factor; unit-modulus diagonal): a complex64 matrix
+        # passes the check at ~1e-7, and the adjoint method, which un-computes with U†, then drifted
+        # from backprop by as much in a complex128 circuit
+        if gate.kind == "diagonal":
+            m = m / m.abs()
+        else:
+            left, _, right = torch.linalg.svd(m)
+            m = left @ right
         key = f"_data{self._n_data}"
         self._n_data += 1
-        self.register_buffer(key, m.to(torch.complex128))
+        self.register_buffer(key, m)
         return key
 
     def append(self, other: "Circuit") -> "Circuit":

@@ -788,3 +788,12 @@ def test_commutation_is_judged_relative_to_the_coefficients(scale):
         - dense_terms([(scale, "Z")], 1) @ dense_terms([(scale, "X")], 1)
     assert not x.commutes_with(z) and not PauliString("X0").commutes_with(z)
     np.testing.assert_allclose(_np(x.commutator(z).to_dense(1)), want, rtol=1e-12, atol=0)
+
+
+def test_hermiticity_is_judged_relative_to_the_coefficients():
+    # all coefficients tiny: an imaginary part as large as them is not rounding (a floor of 1 called it real)
+    assert not Hamiltonian([(1e-20j, "Z0"), (1e-20, "X1")]).is_hermitian
+    assert Hamiltonian([(1e-20 + 1e-34j, "Z0")]).is_hermitian
+    assert Hamiltonian([(1.0, "Z0"), (1e-14j, "X1")]).is_hermitian
+    assert not Hamiltonian([(1.0, "Z0"), (1e-9j, "X1")]).is_hermitian
+    assert Hamiltonian([]).is_hermitian

@@ -338,7 +338,7 @@ class Hamiltonian:
 
     def _non_hermitian_term(self):
         d = self._term_dict()
-        tol = _HERMITIAN_RTOL * max([1.0] + [abs(c) for c in d.values()])
+        tol = _HERMITIAN_RTOL * max([0.0] + [abs(c) for c in d.values()])
         for (x, z), c in d.items():
             if abs(complex(c).imag) > tol:
                 return c, PauliString.from_masks(x, z)

@@ -91,6 +91,17 @@ class VQETask(SinglePointTask):
             ``error_mha``, ``best_energy`` and ``validate``/``test``/``predict`` stay exact.
         dtype: ``"complex128"`` (default) or ``"complex64"``.
         init_weights: starting angles (a list of floats), e.g. from a neighbouring geometry.
+        noise: ``None`` (default: a pure state), or a noise model as plain data
+            (:mod:`lightning_tasks.noise_spec`: channels after gates, readout errors): the energy
+            is then ``Tr(ρ H)`` on density matrices, read through the readout errors, as a device
+            would report it; gradients by backprop (``"auto"``) or parameter-shift, not adjoint.
+        mitigation: with ``noise``, ``"zne"`` (zero-noise extrapolation, ``tql.mixed.zne_expval``:
+            global folding at ``zne_scale_factors``, default 1, 3, 5, extrapolated by
+            ``zne_extrapolation``, default Richardson), ``"readout"`` (the readout-mitigated
+            observable) or ``"zne+readout"``; the optimised and logged energy is the mitigated one.
+            As with shots, the logged ``energy`` / ``history`` are what the device reports;
+            ``final_energy()``, ``error_mha``, ``best_energy`` and ``validate``/``test``/``predict``
+            are the noiseless energies of the angles (the latter also log ``reported_energy``).
     """
 
     def __init__(self, molecule: str = "H2", bond_length: Optional[float] = None,
@@ -99,7 +110,8 @@ class VQETask(SinglePointTask):
                  active_orbitals: Optional[Union[int, list]] = None, ansatz: str = "uccsd", n_layers: int = 2,
                  optimizer: str = "adam", lr: Optional[float] = None, diff_method: str = "auto",
                  dtype: str = "complex128", seed: int = 0, init_weights: Optional[list] = None,
-                 shots: Optional[int] = None):
+                 shots: Optional[int] = None, noise: Optional[dict] = None, mitigation: Optional[str] = None,
+                 zne_scale_factors: Optional[list] = None, zne_extrapolation: str = "richardson"):
         super().__init__()
         # validate everything cheap before building anything
         if not isinstance(ansatz, str) or ansatz.lower().replace("-", "_") not in ANSATZE:
@@ -128,6 +140,7 @@ class VQETask(SinglePointTask):
                              f"{diff_method!r} gradient; use diff_method='auto' (parameter-shift with shots) or "
                              f"'parameter-shift', or a gradient-free optimizer='spsa'")
         self._check_unused_options(ansatz, n_layers=n_layers, seed=seed, shots=shots)
+        self.noise_model = self._check_noise(noise, mitigation, zne_scale_factors, zne_extrapolation, diff_method)
         geometry = _plain_geometry(geometry)
         bond_length = None if bond_length is None else float(bond_length)
         self.save_hyperparameters(ignore=["init_weights"])     # plain values only (weights_only=True loads)
@@ -223,12 +236,57 @@ class VQETask(SinglePointTask):
 
     # -- Lightning hooks --------------------------------------------------------------------------
     def forward(self) -> torch.Tensor:
-        """⟨H⟩ at the current angles (a 0-d tensor); with ``shots``, its estimate from samples."""
+        """⟨H⟩ at the current angles (a 0-d tensor); with ``shots``, its estimate from samples;
+        with ``noise``, the energy the noisy device reports (after ``mitigation``)."""
         shots = self.hparams.get("shots")
-        if shots is None:
-            return _energy(self.circuit, self.H, diff_method=self.hparams.diff_method)
-        return _energy(self.circuit, self.H, diff_method=self.hparams.diff_method, shots=shots,
-                       generator=self.shot_generator())
+        sampling = {} if shots is None else {"shots": shots, "generator": self.shot_generator()}
+        if self.noise_model is not None:
+            return self.reported_energy(**sampling)
+        return _energy(self.circuit, self.H, diff_method=self.hparams.diff_method, **sampling)
+
+    def reported_energy(self, shots: Optional[int] = None, generator=None) -> torch.Tensor:
+        """The energy of the current angles as the noisy device reports it, after ``mitigation``."""
+        from torchquantum_layers import mixed
+        mitigation = self.hparams.get("mitigation") or ""
+        H = self.H
+        if "readout" in mitigation:
+            H = self.noise_model.readout.mitigated_observable(H)
+        dm = self.hparams.diff_method
+        dm = "parameter-shift" if dm == AUTO and shots is not None else ("backprop" if dm == AUTO else dm)
+        kwargs = dict(noise_model=self.noise_model, diff_method=dm, shots=shots, generator=generator)
+        if "zne" in mitigation:
+            value = mixed.zne_expval(self.circuit, H, scale_factors=self.hparams.get("zne_scale_factors") or (1, 3, 5),
+                                     extrapolation=self.hparams.get("zne_extrapolation", "richardson"), **kwargs)
+        else:
+            value = mixed.expval(self.circuit, H, **kwargs)
+        return value.reshape(())
+
+    @staticmethod
+    def _check_noise(noise, mitigation, scale_factors, extrapolation, diff_method):
+        from torchquantum_layers.mixed.zne import EXTRAPOLATIONS, _check_scales
+        from .noise_spec import noise_model_from_spec
+        what = "VQETask"
+        if noise is None:
+            if mitigation is not None or scale_factors is not None or extrapolation != "richardson":
+                raise ValueError(f"{what}: mitigation and the zne_ options apply only with noise=... (a pure state "
+                                 f"has nothing to mitigate)")
+            return None
+        model = noise_model_from_spec(noise, f"{what}: noise")
+        if mitigation not in (None, "zne", "readout", "zne+readout"):
+            raise ValueError(f"{what}: mitigation must be None, 'zne', 'readout' or 'zne+readout', got {mitigation!r}")
+        if mitigation and "readout" in mitigation and model.readout is None:
+            raise ValueError(f"{what}: mitigation={mitigation!r} needs readout errors in the noise spec")
+        if (scale_factors is not None or extrapolation != "richardson") and not (mitigation and "zne" in mitigation):
+            raise ValueError(f"{what}: zne_scale_factors / zne_extrapolation apply only with mitigation='zne'")
+        if scale_factors is not None:
+            _check_scales(scale_factors, f"{what}: zne_scale_factors")
+        if extrapolation not in EXTRAPOLATIONS[:2] + EXTRAPOLATIONS[3:]:
+            raise ValueError(f"{what}: zne_extrapolation must be 'richardson', 'linear' or 'exponential', got "
+                             f"{extrapolation!r}")
+        if diff_method == "adjoint":
+            raise ValueError(f"{what}: with noise the state is a density matrix, which the adjoint method cannot "
+                             f"un-compute; use diff_method='auto' (backprop) or 'parameter-shift'")
+        return model
 
     def shot_generator(self, step: Optional[int] = None) -> torch.Generator:
         """The generator of the shot samples of optimizer step ``step`` (default: the current one),
@@ -285,18 +343,27 @@ class VQETask(SinglePointTask):
         ``tql validate|test|predict`` report, as ``val_energy``, ...)."""
         value = self.final_energy()
         err = abs(value - self.fci_energy) * 1e3
-        return {"energy": value, "error_mha": err, "chemical_accuracy": float(err < CHEMICAL_ACCURACY_MHA)}
+        out = {"energy": value, "error_mha": err, "chemical_accuracy": float(err < CHEMICAL_ACCURACY_MHA)}
+        if self.noise_model is not None:
+            with torch.no_grad():
+                out["reported_energy"] = float(self.reported_energy())
+        return out
 
     @torch.no_grad()
     def final_energy(self) -> float:
         """⟨H⟩ at the current angles, in Ha."""
         return float(_energy(self.circuit, self.H, diff_method="backprop"))
 
+    def _reports_estimates(self) -> bool:
+        """Whether logged energies differ from the noiseless ⟨H⟩ of the angles (shots or noise)."""
+        return self.hparams.get("shots") is not None or self.noise_model is not None
+
     def _best_exact(self) -> Optional[float]:
-        """The exact energy of the best-logged angles (with shots the logged value is an estimate)."""
+        """The exact energy of the best-logged angles (with shots or noise the logged value is an
+        estimate or a noisy report)."""
         if self._best is None:
             return None
-        if self.hparams.get("shots") is None:
+        if not self._reports_estimates():
             return self._best[0]
         with torch.no_grad():
             return float(circuit_expval(self.circuit, self.H, weights=self._best[1]).reshape(()))
@@ -317,7 +384,7 @@ class VQETask(SinglePointTask):
         """The lowest energy seen (the history and the current angles). With ``shots``: the exact
         energy of the best-logged angles or of the current ones (the minimum of noisy estimates
         would be biased low)."""
-        if self.hparams.get("shots") is not None:
+        if self._reports_estimates():
             best = self._best_exact()
             return self.final_energy() if best is None else min(best, self.final_energy())
         return min(self.history + [self.final_energy()])

@@ -350,3 +350,109 @@ def test_shots_choose_parameter_shift_and_refuse_exact_gradients():
     for bad in (0, -5, 2.5, True, "100"):
         with pytest.raises(ValueError, match="shots must be a positive int or None"):
             VQETask("H2", shots=bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# noise and mitigation, against a NumPy density-matrix simulation of the same ops
+from lightning_tasks.noise_spec import noise_model_from_spec  # noqa: E402
+
+from . import oracle as O  # noqa: E402
+from torchquantum_layers.grad import circuit_expval  # noqa: E402
+
+_PAULIS = (O.X, O.Y, O.Z)
+
+
+def _dense_noisy_energy(task, p, ops=None):
+    """Tr(ρ H) with depolarizing(p) after every op on each of its wires (ρ → (1-p) ρ + p/3 Σ P ρ P)."""
+    n = task.circuit.n_wires
+    rho = np.zeros((2 ** n, 2 ** n), dtype=complex)
+    rho[0, 0] = 1
+    w = task.circuit.weights.detach().numpy()
+    for op in (task.circuit.ops if ops is None else ops):
+        u = O.gate_matrix(op.gate.name, *[w[a.index] * a.scale for a in op.angles])
+        U = O.full_operator(u.conj().T if op.adjoint else u, list(op.wires), n)
+        rho = U @ rho @ U.conj().T
+        for q in op.wires:
+            rho = (1 - p) * rho + p / 3 * sum(O.full_operator(P, [q], n) @ rho @ O.full_operator(P, [q], n)
+                                              for P in _PAULIS)
+    return np.trace(rho @ task.H.to_dense(n).numpy()).real
+
+
+def _global_fold(ops, k):
+    from torchquantum_layers.circuit import Op
+    back = [Op(o.gate, o.wires, o.angles, o.data_key, not o.adjoint) for o in reversed(ops)]
+    return list(ops) + (back + list(ops)) * k
+
+
+def test_noisy_energy_and_zne_against_numpy_densities():
+    p = 0.01
+    spec = {"channels": [{"channel": "depolarizing", "p": p}]}
+    noisy = VQETask("H2", noise=spec, init_weights=[0.1, -0.05, 0.02])
+    assert float(noisy()) == pytest.approx(_dense_noisy_energy(noisy, p), abs=1e-10)
+    zne = VQETask("H2", noise=spec, mitigation="zne", init_weights=[0.1, -0.05, 0.02])
+    raw = [_dense_noisy_energy(zne, p, _global_fold(zne.circuit.ops, k)) for k in (0, 1, 2)]
+    want = np.polyval(np.polyfit([1, 3, 5], raw, 2), 0.0)
+    assert float(zne()) == pytest.approx(want, abs=1e-10)
+    ideal = zne.final_energy()
+    assert abs(float(zne()) - ideal) < abs(float(noisy()) - ideal) / 10
+    ev = zne.evaluation()
+    assert ev["energy"] == pytest.approx(ideal) and ev["reported_energy"] == pytest.approx(want, abs=1e-10)
+
+
+def test_readout_mitigation_is_exact_and_linear_zne_options():
+    spec = {"readout": {"p01": 0.03, "p10": 0.07}}
+    plain = VQETask("H2", noise=spec, init_weights=[0.2, 0.0, 0.0])
+    ideal = plain.final_energy()
+    assert abs(float(plain()) - ideal) > 1e-3                # the flips move the reported energy
+    mitigated = VQETask("H2", noise=spec, mitigation="readout", init_weights=[0.2, 0.0, 0.0])
+    assert float(mitigated()) == pytest.approx(ideal, abs=1e-10)
+    spec2 = {"channels": [{"channel": "depolarizing", "p": 0.01}], "readout": {"p01": 0.03, "p10": 0.07}}
+    t = VQETask("H2", noise=spec2, mitigation="zne+readout", zne_scale_factors=[1, 2, 3], zne_extrapolation="linear",
+                init_weights=[0.2, 0.0, 0.0])
+    assert abs(float(t()) - ideal) < abs(float(VQETask("H2", noise=spec2, init_weights=[0.2, 0.0, 0.0])()) - ideal)
+
+
+def test_noisy_zne_training_reaches_chemical_accuracy_and_logs_the_reported_energy():
+    task = VQETask("H2", noise={"channels": [{"channel": "depolarizing", "p": 0.002}]}, mitigation="zne", lr=0.1)
+    trainer = pl.Trainer(max_epochs=40, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False)
+    trainer.fit(task)
+    assert task.error_mha < CHEMICAL_ACCURACY_MHA                         # the noiseless energy of the angles
+    assert len(task.history) == 40 and abs(task.history[-1] - task.fci_energy) * 1e3 < 1.0   # the ZNE report
+    # the best energy is a noiseless one: of the best-reported angles or of the current ones
+    with torch.no_grad():
+        at_best = float(circuit_expval(task.circuit, task.H, weights=task._best[1]).reshape(()))
+    assert task.best_energy == pytest.approx(min(at_best, task.final_energy()), abs=1e-12)
+
+
+def test_noise_spec_builds_the_analytic_channels():
+    model = noise_model_from_spec({"channels": [{"channel": "amplitude_damping", "gamma": 0.3, "gates": ["X"]}],
+                                   "readout": {"p01": 0.1}})
+    import torchquantum_layers as tql
+    c = tql.Circuit(1).double()
+    c.x(0)
+    # |1> damped: P(1) = 0.7; read with p01 = p10 = 0.1: <Z> = 0.8 * (0.3 - 0.7)
+    assert float(tql.mixed.expval(c, "Z0", noise_model=model)[0]) == pytest.approx(0.8 * (0.3 - 0.7), abs=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(noise={"channels": [{"channel": "depolarise", "p": 0.1}]}), ValueError, "unknown channel 'depolarise'"),
+    (dict(noise={"channels": [{"channel": "depolarizing", "q": 0.1}]}), TypeError, r"depolarizing takes \(p, n_wires\)"),
+    (dict(noise={"channel": []}), ValueError, "unknown key"),
+    (dict(noise={}), ValueError, "no channels and no readout"),
+    (dict(noise={"readout": {"p10": 0.1}}), ValueError, "'readout' must be"),
+    (dict(noise={"channels": [{"channel": "depolarizing", "p": 0.1}]}, mitigation="readout"), ValueError,
+     "needs readout errors"),
+    (dict(noise={"channels": [{"channel": "depolarizing", "p": 0.1}]}, mitigation="pec"), ValueError,
+     "mitigation must be"),
+    (dict(mitigation="zne"), ValueError, "apply only with noise"),
+    (dict(noise={"channels": [{"channel": "depolarizing", "p": 0.1}]}, zne_scale_factors=[1, 3]), ValueError,
+     "apply only with mitigation='zne'"),
+    (dict(noise={"channels": [{"channel": "depolarizing", "p": 0.1}]}, mitigation="zne", zne_scale_factors=[1, 0.5]),
+     ValueError, "got 0.5"),
+    (dict(noise={"channels": [{"channel": "depolarizing", "p": 0.1}]}, diff_method="adjoint"), ValueError,
+     "adjoint method cannot"),
+])
+def test_noise_options_are_checked(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        VQETask("H2", **kwargs)

@@ -790,3 +790,75 @@ def test_nan_trainable_angle_is_named_before_the_density_run(diff_method, fuse):
         mx.expval(c, ["Z0"], diff_method=diff_method)
     with pytest.raises(ValueError, match=r"weights index \[1\]"):
         mx.run(c)
+
+
+def test_single_precision_kraus_lists_use_the_complex64_tolerance():
+    # a list of complex64 / float32 matrices (tensors or arrays) is single-precision input, as a
+    # stacked complex64 tensor is: its round-off (~1e-8 here) must not fail the 1e-8 check
+    g = 0.3
+    k_np = [np.array([[1, 0], [0, np.sqrt(1 - g)]]), np.array([[0, np.sqrt(g)], [0, 0]])]
+    rho = rand_rho_np(1, np.random.default_rng(2), batch=2)
+    want = apply_kraus_np(rho, k_np, [0], 1)
+    for ops in ([torch.as_tensor(k, dtype=torch.complex64) for k in k_np],
+                [k.astype(np.complex64) for k in k_np],
+                [torch.as_tensor(k, dtype=torch.float32) for k in k_np]):
+        ch = mixed.kraus_channel(ops)
+        got = ch(torch.as_tensor(rho, dtype=torch.complex128), (0,))
+        np.testing.assert_allclose(as_np(got), want, atol=1e-6)
+    with pytest.raises(ValueError, match="not trace preserving"):          # still checked
+        mixed.kraus_channel([torch.as_tensor(1.001 * k, dtype=torch.complex64) for k in k_np])
+    with pytest.raises(ValueError, match="not trace preserving"):          # double input: 1e-8
+        mixed.kraus_channel([k * (1 + 1e-7) for k in k_np])
+
+
+def test_choi_channel_reads_lists_in_double_precision_and_complex64_at_its_tolerance():
+    # Choi matrix J = sum_ij |i><j| (x) E(|i><j|) of generalized amplitude damping, built in NumPy
+    g, p = 0.37, 0.71
+    ks = [np.sqrt(p) * np.diag([1, np.sqrt(1 - g)]), np.sqrt(p) * np.array([[0, np.sqrt(g)], [0, 0]]),
+          np.sqrt(1 - p) * np.diag([np.sqrt(1 - g), 1]), np.sqrt(1 - p) * np.array([[0, 0], [np.sqrt(g), 0]])]
+    J = np.zeros((4, 4), dtype=complex)
+    for i in range(2):
+        for j in range(2):
+            e = np.zeros((2, 2))
+            e[i, j] = 1
+            J += np.kron(e, sum(k @ e @ k.conj().T for k in ks))
+    rho = rand_rho_np(1, np.random.default_rng(5), batch=3)
+    want = apply_kraus_np(rho, ks, [0], 1)
+    ch = mixed.choi_channel(J.tolist())            # Python numbers: double precision, not float32
+    np.testing.assert_allclose(as_np(ch(torch.as_tensor(rho), (0,))), want, atol=1e-12)
+    ch = mixed.choi_channel(torch.as_tensor(J, dtype=torch.complex64))     # single precision round-off
+    np.testing.assert_allclose(as_np(ch(torch.as_tensor(rho), (0,))), want, atol=1e-6)
+    with pytest.raises(TypeError, match="Choi"):
+        mixed.choi_channel("J")
+
+
+def test_expval_generator_seeds_collapsing_measurements_with_and_without_shots():
+    theta = 0.7
+    c = mixed.MixedCircuit(2).double()
+    c.h(0).cnot(0, 1).measure(0, collapse=True).ry(1, theta)
+    rho0 = mixed.zero_density(2, batch=64, dtype=torch.complex128)
+    a = mixed.expval(c, ["Z0", "Z1"], state=rho0, generator=torch.Generator().manual_seed(3))
+    b = mixed.expval(c, ["Z0", "Z1"], state=rho0, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(a, b)
+    # per row: Z0 = ±1 (the outcome), and wire 1 = |outcome> rotated by RY(θ): Z1 = Z0 cos θ
+    torch.testing.assert_close(a[:, 0].abs(), torch.ones(64, dtype=torch.float64))
+    torch.testing.assert_close(a[:, 1], a[:, 0] * math.cos(theta))
+    assert 0 < int((a[:, 0] > 0).sum()) < 64
+    s1 = mixed.expval(c, ["Z0", "Z1"], state=rho0, shots=20, generator=torch.Generator().manual_seed(4))
+    s2 = mixed.expval(c, ["Z0", "Z1"], state=rho0, shots=20, generator=torch.Generator().manual_seed(4))
+    assert torch.equal(s1, s2)
+
+
+def test_a_sweep_over_fresh_noise_models_runs_each_models_channels():
+    # each NoiseModel is freed before the next is built, so CPython may give the next one the
+    # same id: the cached segments must not be the freed model's. Oracle: after RY(θ) and one
+    # depolarizing(p), ⟨Z⟩ = cos θ (1 − 4p/3); amplitude damping γ: 1 − 2 sin²(θ/2)(1 − γ)
+    theta = 0.5
+    c = tql.Circuit(1).double()
+    c.ry(0, theta)
+    for p in (0.0, 0.3, 0.6, 0.9):
+        v = mixed.expval(c, "Z0", noise_model=mixed.NoiseModel().add(mixed.depolarizing(p)))
+        assert abs(v.item() - math.cos(theta) * (1 - 4 * p / 3)) < 1e-12
+    for g in (0.2, 0.7):
+        v = mixed.expval(c, "Z0", noise_model=mixed.NoiseModel().add(mixed.amplitude_damping(g)))
+        assert abs(v.item() - (1 - 2 * math.sin(theta / 2) ** 2 * (1 - g))) < 1e-12

@@ -436,3 +436,32 @@ def test_pauli_frame_on_random_circuits_values_and_gradients(seed, dtype, device
     eps = 1e-6
     fd = [(dense(theta + eps * e) - dense(theta - eps * e)) / (2 * eps) for e in np.eye(len(theta))]
     np.testing.assert_allclose(c.weights.grad.double().cpu().numpy(), fd, atol=100 * tol + 1e-7)
+
+
+@pytest.mark.parametrize("noise", [None, "readout"])
+def test_shots_on_a_noise_free_circuit_are_drawn_per_trajectory(noise):
+    # nothing folds into the circuit and it reads no inputs, yet each trajectory takes its own
+    # shots: the mean has the spread of T * shots samples, sd sqrt(sin²θ / (shots T))
+    theta, shots, T = 1.0, 10, 400
+    c = tql.Circuit(1).double()
+    c.ry(0, theta)
+    model = tql.NoiseModel().add_readout_error(0.0) if noise else None
+    est, err = trajectories.expval(c, "Z0", noise_model=model, n_trajectories=T, shots=shots,
+                                   generator=torch.Generator().manual_seed(0), return_std=True)
+    sd = np.sqrt(np.sin(theta) ** 2 / (shots * T))
+    assert 0.8 * sd < err.item() < 1.2 * sd
+    assert abs(est.item() - np.cos(theta)) < 5 * sd
+
+
+def test_a_sweep_over_fresh_noise_models_folds_each_models_channels():
+    # fresh models may reuse a freed one's id: the folded (Pauli-frame) circuit and the branch
+    # path must follow the new channels. Oracle as in test_mixed: cos θ (1 − 4p/3) and
+    # 1 − 2 sin²(θ/2)(1 − γ), within 5 standard errors
+    theta = 0.5
+    c = tql.Circuit(1).double()
+    c.ry(0, theta)
+    for ch, want in [(mixed.depolarizing(p), np.cos(theta) * (1 - 4 * p / 3)) for p in (0.0, 0.45, 0.9)] + \
+                    [(mixed.amplitude_damping(g), 1 - 2 * np.sin(theta / 2) ** 2 * (1 - g)) for g in (0.0, 0.8)]:
+        est, err = trajectories.expval(c, "Z0", noise_model=tql.NoiseModel().add(ch), n_trajectories=2000,
+                                       generator=torch.Generator().manual_seed(0), return_std=True)
+        assert abs(est.item() - want) <= 5 * err.item() + 1e-12

@@ -36,11 +36,27 @@ _PAULI = {"I": np.eye(2), "X": np.array([[0, 1], [1, 0]]), "Y": np.array([[0, -1
           "Z": np.diag([1.0, -1.0])}
 
 
+_LOW_PRECISION = (torch.complex64, torch.complex32, torch.float32, torch.float16, torch.bfloat16)
+
+
+def _is_low_precision(m) -> bool:
+    """Whether a matrix was given in single (or lower) precision: its round-off is ~1e-7, so the
+    trace-preservation check uses the complex64 tolerance."""
+    if isinstance(m, torch.Tensor):
+        return m.dtype in _LOW_PRECISION
+    if isinstance(m, np.ndarray):
+        return m.dtype in (np.complex64, np.float32, np.float16)
+    return False
+
+
 def _as_kraus(ops, what):
+    """(Kraus tensor (m, d, d), whether the input was in single precision)."""
     if isinstance(ops, torch.Tensor):
         k = ops
+        low = _is_low_precision(ops)
     elif isinstance(ops, np.ndarray):
         k = torch.as_tensor(ops)
+        low = _is_low_precision(ops)
     else:
         try:
             items = list(ops)
@@ -49,6 +65,7 @@ def _as_kraus(ops, what):
                             f"got {type(ops).__name__}") from None
         if not items:
             raise ValueError(f"{what}: no Kraus operators given")
+        low = any(_is_low_precision(m) for m in items)
         mats = [m if isinstance(m, torch.Tensor) else torch.as_tensor(np.asarray(m, dtype=np.complex128))
                 for m in items]
         shapes = {tuple(m.shape) for m in mats}
@@ -65,7 +82,7 @@ def _as_kraus(ops, what):
         raise ValueError(f"{what}: Kraus operator size {d} is not a power of two >= 2")
     if k.shape[0] == 0:
         raise ValueError(f"{what}: no Kraus operators given")
-    return k
+    return k, low
 
 
 class Channel:
@@ -77,8 +94,7 @@ class Channel:
     """
 
     def __init__(self, kraus, name: str = "Kraus", atol: Optional[float] = None, check: bool = True):
-        k = _as_kraus(kraus, name)
-        self._low_precision = k.dtype == torch.complex64
+        k, self._low_precision = _as_kraus(kraus, name)
         if not k.is_complex():
             k = k.to(torch.complex128)
         elif k.dtype != torch.complex128:
@@ -218,7 +234,16 @@ def choi_channel(choi, name: str = "Choi", atol: Optional[float] = None) -> Chan
     Checks Hermiticity, positivity (complete positivity) and ``Tr_out J = I`` (trace
     preservation); Kraus operators come from the eigendecomposition of J.
     """
-    j = torch.as_tensor(choi) if not isinstance(choi, torch.Tensor) else choi
+    if isinstance(choi, torch.Tensor):
+        j = choi
+    else:
+        a = np.asarray(choi)
+        if a.dtype.kind not in "biufc":
+            raise TypeError(f"{name}: the Choi matrix must be a numeric tensor or array, got {type(choi).__name__}"
+                            f" of dtype {a.dtype}")
+        # nested lists of Python numbers are double precision: read them as complex128
+        j = torch.as_tensor(a if _is_low_precision(a) else a.astype(np.complex128))
+    low = _is_low_precision(j)
     if not j.is_complex():
         j = j.to(torch.complex128)
     j = j.to(torch.complex128)
@@ -228,7 +253,7 @@ def choi_channel(choi, name: str = "Choi", atol: Optional[float] = None) -> Chan
     d = int(round(math.sqrt(d2)))
     if d * d != d2 or d < 2 or d & (d - 1):
         raise ValueError(f"{name}: Choi matrix size {d2} is not d² for d a power of two >= 2")
-    tol = TP_ATOL if atol is None else atol
+    tol = (1e-5 if low else TP_ATOL) if atol is None else atol
     jd = j.detach()
     herr = float((jd - jd.conj().T).abs().max())
     if herr > tol:

@@ -146,7 +146,10 @@ def _instructions(circuit):
 
 
 def _noise_key(noise_model):
-    return None if noise_model is None else (id(noise_model), noise_model.version)
+    """The rules themselves (channels compare by identity and stay alive in the key): an id of the
+    model could be a freed model's, reused by a new one (a sweep over noise strengths then ran
+    the first model's channels)."""
+    return None if noise_model is None else tuple(noise_model.rules)
 
 
 @lasting
@@ -498,8 +501,9 @@ def expval(circuit, observables, x=None, state=None, diff_method: str = "backpro
     x, rho = _prepare(circuit, x, state, "expval")
     weights = circuit.weights_or(weights, "expval")
     if diff_method == "backprop":
-        out = _evolve(circuit, rho, x, weights, noise_model, generator if shots is None else None)
-        values = expectation(out, hams, shots=shots, generator=generator)
+        # the generator seeds the collapsing measurements, then (with shots) the samples
+        out = _evolve(circuit, rho, x, weights, noise_model, generator)
+        values = expectation(out, hams, shots=shots, generator=generator if shots is not None else None)
     else:
         if any(getattr(inst, "collapses", False) for _, inst in _instructions(circuit)):
             raise ValueError("expval: diff_method='parameter-shift' needs a deterministic circuit; this one "
@@ -552,7 +556,7 @@ class _DensityShift(torch.autograd.Function):
     def forward(ctx, circuit, hams, noise_model, shots, generator, x, rho, weights):
         with torch.no_grad():
             out = _evolve(circuit, rho, x, weights, noise_model, None)
-            values = expectation(out, hams, shots=shots, generator=generator)
+            values = expectation(out, hams, shots=shots, generator=generator if shots is not None else None)
         ctx.circuit, ctx.hams, ctx.noise_model = circuit, hams, noise_model
         ctx.shots, ctx.generator = shots, generator
         ctx.save_for_backward(x, rho, weights)

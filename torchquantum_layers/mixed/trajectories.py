@@ -244,6 +244,9 @@ def expval(circuit, observables, x=None, state=None, noise_model=None, n_traject
         weights = circuit.weights_or(weights, what)
         x, psi, B = _start(circuit, x, state, T, what)
         x = folded.inputs(x, B * T, generator, REAL_OF[circuit.dtype], circuit.device)
+        if shots is not None and x is None and psi is None:
+            # nothing differs between the rows, but each trajectory draws its own shots
+            psi = zero_state(circuit.n_wires, B * T, dtype=circuit.dtype, device=circuit.device)
         values = circuit_expval(folded.circuit or circuit, hams, x=x, state=psi, diff_method=diff_method,
                                 shots=shots, generator=generator if shots else None, weights=weights)
         values = values.reshape(values.shape[0], -1)

@@ -220,3 +220,27 @@ def test_bad_input_is_named():
         mixed.zne_expval(c, "Z0", simulator="gpu")
     with pytest.raises(ValueError, match="return_std does not apply"):
         mixed.zne_expval(c, "Z0", simulator="trajectories", return_std=True)
+
+
+def test_folded_circuits_follow_changes_to_the_circuit():
+    """zne_expval keeps folded circuits between calls: a new gate, new weights or a new noise model
+    must not reuse stale ones (analytic depolarising decays)."""
+    p, theta = 0.05, 0.7
+    s = 1 - 4 * p / 3
+    c = mixed.MixedCircuit(1, dtype=torch.complex128, noise_model=tql.NoiseModel().add(mixed.depolarizing(p)))
+    c.ry(0, trainable=True)
+    with torch.no_grad():
+        c.weights[0] = theta
+    _, raw, _ = mixed.zne_expval(c, "Z0", scale_factors=[1, 3], return_raw=True)
+    np.testing.assert_allclose(raw[:, 0].detach().numpy(), [math.cos(theta) * s, math.cos(theta) * s ** 3], atol=1e-12)
+    c.rx(0, 0.0)                                              # one more noisy gate
+    _, raw, _ = mixed.zne_expval(c, "Z0", scale_factors=[1, 3], return_raw=True)
+    np.testing.assert_allclose(raw[:, 0].detach().numpy(), [math.cos(theta) * s ** 2, math.cos(theta) * s ** 6], atol=1e-12)
+    c.weights = torch.nn.Parameter(torch.tensor([0.2], dtype=torch.float64))
+    _, raw, _ = mixed.zne_expval(c, "Z0", scale_factors=[1, 3], return_raw=True)
+    np.testing.assert_allclose(raw[:, 0].detach().numpy(), [math.cos(0.2) * s ** 2, math.cos(0.2) * s ** 6], atol=1e-12)
+    q = 0.1
+    c.noise_model = tql.NoiseModel().add(mixed.depolarizing(q))
+    _, raw, _ = mixed.zne_expval(c, "Z0", scale_factors=[1, 3], return_raw=True)
+    t = 1 - 4 * q / 3
+    np.testing.assert_allclose(raw[:, 0].detach().numpy(), [math.cos(0.2) * t ** 2, math.cos(0.2) * t ** 6], atol=1e-12)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import random
+import weakref
 from typing import Optional
 
 import numpy as np
@@ -104,6 +105,28 @@ def fold_gates(circuit, scale: float, method: str = "global", seed: int = 0):
             out.instructions.append((at[pos], inst))
     out.fold_scale = 1 + 2 * folds / d
     return out
+
+
+_FOLDED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _folded(circuit, scale, method, seed):
+    """fold_gates, kept per circuit while its gates, instructions, weights, dtype, device, fusion
+    and noise model stay (a training loop then reuses the folded circuits and their plans)."""
+    key = (float(scale), method, seed, len(circuit.ops), circuit.dtype, str(circuit.device), circuit.fuse,
+           circuit.max_fused_wires)
+    # held, not just their ids: compared by identity, they cannot be freed and their ids reused
+    held = (circuit.weights, getattr(circuit, "noise_model", None),
+            tuple((pos, inst) for pos, inst in (getattr(circuit, "instructions", ()) or ())))
+    cache = _FOLDED.setdefault(circuit, {})
+    hit = cache.get(key)
+    if hit is not None and hit[1][0] is held[0] and hit[1][1] is held[1] and len(hit[1][2]) == len(held[2]) \
+            and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(hit[1][2], held[2])):
+        return hit[0]
+    if len(cache) > 32:
+        cache.clear()
+    cache[key] = (fold_gates(circuit, scale, method, seed), held)
+    return cache[key][0]
 
 
 def _check_scales(scales, what: str) -> list:
@@ -187,7 +210,7 @@ def zne_expval(circuit, observables, scale_factors=(1, 3, 5), extrapolation: str
     if "return_std" in expval_kwargs:
         raise ValueError(f"{what}: return_std does not apply (the extrapolation mixes the values)")
     run = expval if simulator == "density" else trajectories.expval
-    folded = [fold_gates(circuit, s, fold_method, seed) for s in requested]
+    folded = [_folded(circuit, s, fold_method, seed) for s in requested]
     scales = _check_scales([f.fold_scale for f in folded], what)
     raw = torch.stack([run(f, observables, **expval_kwargs) for f in folded])
     if extrapolation == "exponential" and asymptote is None:

@@ -8,7 +8,7 @@ the maximally mixed value), with global folding on density matrices; ms of one n
 expectation and of the Richardson ZNE (three folded runs), and the same ZNE on trajectories
 (``--trajectories`` per scale) with its error.
 
-    python benchmarks/zne.py [--sizes 4,6,8] [--layers 2] [--p 0.01] [--trajectories 2000]
+    python benchmarks/zne.py [--sizes 4,6,8] [--layers 2] [--p 0.01] [--trajectories 2000] [--threads T]
 """
 from __future__ import annotations
 
@@ -44,7 +44,10 @@ def main():
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--p", type=float, default=0.01)
     ap.add_argument("--trajectories", type=int, default=2000)
+    ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:
         c, x, noise, H = setup(n, args.layers, args.p)

@@ -197,3 +197,20 @@ def test_purity_of_too_many_wires_is_refused():
     sh = shadows.ClassicalShadow(torch.zeros(1, 4, 9, dtype=torch.long), torch.zeros(1, 4, 9, dtype=torch.long))
     with pytest.raises(ValueError, match="9 wires are too many"):
         sh.purity(list(range(9)))
+
+
+@pytest.mark.parametrize("density", [False, True])
+def test_chunks_of_rows_draw_the_same_snapshots(monkeypatch, density):
+    """Rows are rotated and sampled a cache-sized chunk at a time, the first wires' rotations
+    shared when they fit: the snapshots must not depend on either (the unchunked run is the one
+    checked against NumPy above)."""
+    rng = np.random.default_rng(8)
+    psi = rng.normal(size=(3, 32)) + 1j * rng.normal(size=(3, 32))
+    psi /= np.linalg.norm(psi, axis=1, keepdims=True)
+    state = torch.tensor(psi)
+    if density:
+        state = torch.einsum("bi,bj->bij", state, state.conj())
+    whole = shadows.collect(state, 200, generator=torch.Generator().manual_seed(3))
+    monkeypatch.setattr(shadows, "_CHUNK_AMPLITUDES", 7 * state[0].numel())     # 7 rows, nothing shared
+    chunked = shadows.collect(state, 200, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(whole.bases, chunked.bases) and torch.equal(whole.bits, chunked.bits)

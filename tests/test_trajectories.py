@@ -465,3 +465,20 @@ def test_a_sweep_over_fresh_noise_models_folds_each_models_channels():
         est, err = trajectories.expval(c, "Z0", noise_model=tql.NoiseModel().add(ch), n_trajectories=2000,
                                        generator=torch.Generator().manual_seed(0), return_std=True)
         assert abs(est.item() - want) <= 5 * err.item() + 1e-12
+
+
+def test_replaced_instructions_are_folded_anew():
+    """The folding cache keyed instructions by id: new channels put in place of freed ones (same
+    positions, reused ids) ran the old ones. Analytic: <Z> = cos θ (1 - 4p/3)."""
+    import gc
+    import math
+    theta = 0.7
+    c = mixed.MixedCircuit(1, dtype=torch.complex128)
+    c.ry(0, theta)
+    for p in (0.0, 0.3, 0.6):
+        c.instructions = []
+        c.channel(mixed.depolarizing(p), 0)
+        gc.collect()
+        est, err = trajectories.expval(c, "Z0", n_trajectories=4000, generator=torch.Generator().manual_seed(0),
+                                       return_std=True)
+        assert abs(float(est[0]) - math.cos(theta) * (1 - 4 * p / 3)) < 5 * float(err[0]) + 1e-12

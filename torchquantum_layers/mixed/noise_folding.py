@@ -395,5 +395,6 @@ def folded(circuit, noise_model, instructions, noise_key) -> Optional[Folded]:
     if ok:
         flush(range(circuit.n_wires))
         result = Folded(circuit, ops, direct, pauli, direct_columns, frame_rows, frame_columns, frame.n_drawn)
-    _FOLDED[circuit] = (key, result)
+    # the instructions are held with the key: alive, their ids cannot be reused by new ones
+    _FOLDED[circuit] = (key, result, tuple(inst for _, inst in instructions))
     return result

@@ -862,3 +862,19 @@ def test_a_sweep_over_fresh_noise_models_runs_each_models_channels():
     for g in (0.2, 0.7):
         v = mixed.expval(c, "Z0", noise_model=mixed.NoiseModel().add(mixed.amplitude_damping(g)))
         assert abs(v.item() - (1 - 2 * math.sin(theta / 2) ** 2 * (1 - g))) < 1e-12
+
+
+def test_channel_arguments_that_are_not_numbers_are_named():
+    mx = tql.mixed
+    with pytest.raises(TypeError, match="bit_flip: p must be a number, got '0.1'"):
+        mx.bit_flip("0.1")
+    with pytest.raises(TypeError, match="got the string 'abc'"):
+        mx.kraus_channel("abc")
+    with pytest.raises(TypeError, match="Kraus operator 1 is not a numeric matrix"):
+        mx.kraus_channel([np.eye(2), [["a", 0], [0, 1]]])
+    with pytest.raises(TypeError, match=r"thermal_relaxation: t1 must be a real scalar, got a tensor of shape \(2,\)"):
+        mx.thermal_relaxation(torch.tensor([1.0, 2.0]), 1.0, 0.1)
+    # a zero tensor for px is "not given": probs= alone applies (X with probability 0.1: <Z> = 0.8)
+    ch = mx.pauli_channel(torch.tensor(0.0), probs={"X": 0.1})
+    rho = mx.zero_density(1, dtype=torch.complex128)
+    assert float(mx.expectation(ch(rho, [0]), "Z0")[0]) == pytest.approx(0.8, abs=1e-12)

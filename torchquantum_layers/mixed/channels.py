@@ -16,6 +16,7 @@ first).
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Optional
 
 import numpy as np
@@ -58,6 +59,9 @@ def _as_kraus(ops, what):
         k = torch.as_tensor(ops)
         low = _is_low_precision(ops)
     else:
+        if isinstance(ops, (str, bytes)):
+            raise TypeError(f"{what}: Kraus operators must be a tensor (m, d, d) or a list of (d, d) matrices, "
+                            f"got the string {ops!r}")
         try:
             items = list(ops)
         except TypeError:
@@ -66,8 +70,12 @@ def _as_kraus(ops, what):
         if not items:
             raise ValueError(f"{what}: no Kraus operators given")
         low = any(_is_low_precision(m) for m in items)
-        mats = [m if isinstance(m, torch.Tensor) else torch.as_tensor(np.asarray(m, dtype=np.complex128))
-                for m in items]
+        mats = []
+        for i, m in enumerate(items):
+            try:
+                mats.append(m if isinstance(m, torch.Tensor) else torch.as_tensor(np.asarray(m, dtype=np.complex128)))
+            except (TypeError, ValueError):
+                raise TypeError(f"{what}: Kraus operator {i} is not a numeric matrix: {m!r}") from None
         shapes = {tuple(m.shape) for m in mats}
         if len(shapes) != 1:
             raise ValueError(f"{what}: Kraus operators have different shapes {sorted(shapes)}")
@@ -190,6 +198,8 @@ def _param(value, name: str, what: str, lo: float = 0.0, hi: float = 1.0):
         v = float(value.detach().reshape(()))
         t = value.reshape(()).to(torch.float64)
     else:
+        if isinstance(value, (str, bytes)) or not isinstance(value, numbers.Real) and not hasattr(value, "__float__"):
+            raise TypeError(f"{what}: {name} must be a number, got {value!r}")     # not "0.1": a typo in a config
         try:
             v = float(value)
         except (TypeError, ValueError):
@@ -310,7 +320,8 @@ def pauli_channel(px=0.0, py=0.0, pz=0.0, probs: Optional[dict] = None) -> Chann
     what = "pauli_channel"
     if probs is None:
         probs = {"X": px, "Y": py, "Z": pz}
-    elif any(not isinstance(v, (int, float)) or v != 0 for v in (px, py, pz)):
+    elif any(float(v.detach()) != 0 if isinstance(v, torch.Tensor) and v.numel() == 1 else
+             (not isinstance(v, (int, float)) or v != 0) for v in (px, py, pz)):
         raise ValueError(f"{what}: give px, py, pz or probs=, not both")
     if not isinstance(probs, dict) or not probs:
         raise ValueError(f"{what}: probs must be a non-empty dict of Pauli labels to probabilities")
@@ -389,6 +400,9 @@ def thermal_relaxation(t1, t2, time, excited_population=0.0) -> Channel:
     for name, v in (("t1", t1), ("t2", t2), ("time", time)):
         if isinstance(v, bool) or not isinstance(v, (int, float, torch.Tensor)):
             raise TypeError(f"{what}: {name} must be a number, got {v!r}")
+        if isinstance(v, torch.Tensor) and (v.numel() != 1 or v.is_complex()):
+            raise TypeError(f"{what}: {name} must be a real scalar, got a tensor of shape {tuple(v.shape)} "
+                            f"and dtype {v.dtype}")
     t1f, t2f, tf = float(t1), float(t2), float(time)
     if not (t1f > 0) or math.isnan(t1f):
         raise ValueError(f"{what}: T1={t1f:g} must be > 0")

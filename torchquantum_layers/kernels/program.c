@@ -11,6 +11,9 @@
  * int32 entries), d = phases + 2 b (2^nb complex; none when b < 0). Matrices are (2, 2)
  * complex, interleaved (re, im). */
 #include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "simd.h"
 
 /* States of at least this many bytes are written with streaming stores: a write-allocating
@@ -779,11 +782,23 @@ static void tile_store(void *dst, const void *row, const tiles_t *tl, size_t ele
         copy_out((char *)dst + elem * (size_t)tl->seg_off[g], (const char *)row + run * (size_t)g, run, stream);
 }
 
-/* one thread's shared-slot sums into the total, and its buffer freed */
+/* one thread's shared-slot sums into the total, and its buffer freed. Every thread of the team
+ * calls it (gram is NULL on all or none): the threads add in the order of their numbers, so
+ * that with the static schedule's fixed chunks a result does not depend on the threads' timing
+ * (a critical section added them in arrival order: gradients differed between identical calls) */
 static void add_thread_grams(double *gram, double *acc, int64_t n_slots) {
-    if (!acc) return;
-    #pragma omp critical
-    for (int64_t k = 0; k < 8 * n_slots; ++k) gram[k] += acc[k];
+    if (!gram) { free(acc); return; }
+#ifdef _OPENMP
+    const int team = omp_get_num_threads(), me = omp_get_thread_num();
+    for (int t = 0; t < team; ++t) {
+        #pragma omp barrier
+        if (t == me && acc)
+            for (int64_t k = 0; k < 8 * n_slots; ++k) gram[k] += acc[k];
+    }
+#else
+    if (acc)
+        for (int64_t k = 0; k < 8 * n_slots; ++k) gram[k] += acc[k];
+#endif
     free(acc);
 }
 

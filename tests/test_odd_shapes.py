@@ -92,3 +92,16 @@ def test_program_gradients_repeat_exactly(diff_method):
     finally:
         torch.set_num_threads(old[0])
         engine.USE_PROGRAMS, program.MAX_ROW_BYTES = old[1:]
+
+
+def test_expectations_of_a_conjugate_view(dtype):
+    """view_as_real refuses a conjugate view: tql.expval(psi.conj(), H) crashed (NumPy oracle)."""
+    rng = np.random.default_rng(21)
+    psi = rng.normal(size=(3, 8)) + 1j * rng.normal(size=(3, 8))
+    psi /= np.linalg.norm(psi, axis=1, keepdims=True)
+    H = tql.Hamiltonian.from_string("0.5*Z0 Z1 + 0.3*X2 - 0.2*Y0 Y2 + 0.7*Y1")
+    dense = H.to_dense(3).numpy()
+    view = torch.tensor(psi, dtype=dtype).conj()
+    assert view.is_conj()
+    want = np.einsum("bi,ij,bj->b", psi, dense, psi.conj()).real      # <ψ*|H|ψ*>
+    np.testing.assert_allclose(tql.expval(view, H).numpy(), want, atol=1e-5 if dtype == torch.complex64 else 1e-12)

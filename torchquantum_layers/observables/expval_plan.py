@@ -361,6 +361,8 @@ class _ExpvalPlan:
         if method == "native" and not native.runs_on(psi):
             raise ValueError("expectation: method='native' needs a contiguous complex CPU state and the native "
                              f"library ({native.status()})")
+        if psi.is_conj():            # a conjugate view (psi.conj()) has no real view: materialise it
+            psi = psi.resolve_conj()
         B, N = psi.shape
         grad = _grad_mode(psi)
         r = torch.view_as_real(psi).reshape(B, 2 * N)

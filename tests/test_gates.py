@@ -363,6 +363,11 @@ def _broken():
     yield "spectra", dataclasses.replace(gates.RX, spectra=((-1.0, 1.0),))
     yield "spectra", dataclasses.replace(gates.CRX, spectra=((-0.5, 0.5),))
     yield "spectra", dataclasses.replace(gates.SINGLE_EXCITATION, spectra=((-0.5, 0.5),))
+    # gates with no generator: only the frequencies check sees their spectra
+    yield "frequencies", dataclasses.replace(gates.CROT, spectra=(gates.HALF,) * 3)      # lost the 0
+    yield "frequencies", dataclasses.replace(gates.ROT, spectra=((-1.0, 1.0),) * 3)
+    yield "frequencies", dataclasses.replace(gates.U2, spectra=(gates.PHASE_SPEC, (-1.0, 0.0, 1.0)))
+    yield "frequencies", dataclasses.replace(gates.CU3, spectra=(gates.HALF, gates.PHASE_SPEC, gates.PHASE_SPEC))
     yield "self_inverse", dataclasses.replace(gates.S, self_inverse=True)
     yield "diagonal", dataclasses.replace(gates.RZ, diag_fn=gates._phase_diag)
     yield "diagonal", dataclasses.replace(gates.RX, kind="diagonal", diag_fn=gates._rz_diag)
@@ -396,3 +401,52 @@ def test_dense_operator_matches_oracle():
     for wires in [(0, 1, 2), (3, 0, 2), (4, 1, 3)]:
         got = dense_operator(torch.tensor(u), wires, 5).numpy()
         np.testing.assert_allclose(got, oracle.full_operator(u, wires, 5), atol=1e-12)
+
+
+@pytest.mark.parametrize("name,k", list(_cases()))
+def test_frequencies_match_a_fourier_fit_of_the_oracle(name, k):
+    """For every parameter j of every gate: f(t) = <psi| U(t)^dagger O U(t) |psi> (the other angles
+    fixed, U from the NumPy oracle) is a trigonometric polynomial in exactly the frequencies the
+    shift rules use: the fit with them is exact, and without any one of them it is not."""
+    g = gates.GATES[name]
+    kk = oracle.gate_n_wires(name, k)
+    d = 2 ** kk
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + 1)
+    base = np.asarray(oracle.random_params(g.n_params, rng), dtype=float)
+    ts = np.linspace(-7, 7, 61)
+    for j in range(g.n_params):
+        psi = oracle.random_state(kk, rng)
+        a = rng.standard_normal((d, d)) + 1j * rng.standard_normal((d, d))
+        obs = a + a.conj().T
+
+        def f(t):
+            p = base.copy()
+            p[j] = t
+            phi = oracle.gate_matrix(name, *p, n_wires=k) @ psi
+            return float(np.real(phi.conj() @ obs @ phi))
+        y = np.array([f(t) for t in ts])
+
+        def residual(freqs):
+            basis = np.column_stack([np.cos(w * ts) for w in freqs] + [np.sin(w * ts) for w in freqs if w > 0])
+            return np.abs(basis @ np.linalg.lstsq(basis, y, rcond=None)[0] - y).max()
+        freqs = (0.0,) + g.frequencies(j)
+        assert residual(freqs) < 1e-8, (name, j, freqs)
+        for w in freqs[1:]:
+            assert residual([v for v in freqs if v != w]) > 1e-4, (name, j, w)
+
+
+def test_frequencies_check_covers_gates_without_a_generator():
+    for name in ("ROT", "U2", "U3", "CROT", "CU3"):
+        assert gates.GATES[name].generator_fn is None
+        assert "frequencies" in assert_valid_gate(name)
+
+
+@pytest.mark.parametrize("angle,match", [("a", "angle 'a' is not a real number"), (None, "angle None is not a real"),
+                                         (1j, r"angle 1j is not a real"), (True, "angle True is a bool"),
+                                         (torch.tensor(True), r"angle tensor\(True\) is a bool")])
+def test_functional_bad_angles_name_the_gate(angle, match):
+    psi = tql.basis_state("00", batch=2)
+    with pytest.raises(TypeError, match="RX: " + match):
+        tql.functional.rx(psi, angle, wires=0)
+    with pytest.raises(TypeError, match="CRZ: " + match):
+        tql.functional.crz(psi, angle, wires=[0, 1])

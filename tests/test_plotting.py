@@ -61,6 +61,26 @@ def test_circuit_draw_mpl_places_the_text_drawings_columns(tmp_path):
     assert {"0", "1"} <= set(labels)
 
 
+def test_circuit_draw_mpl_marks_classical_conditions(tmp_path):
+    """A wire read as 1 is a ring around a dot, one read as 0 an empty ring; no "flip" boxes."""
+    from matplotlib.patches import Circle
+    c = tql.MixedCircuit(3)
+    c.h(0).h(1).measure([0, 1]).x(2, condition={0: 0, 1: 1})
+    fig = c.draw("mpl", path=tmp_path / "cond.png")
+    assert_png(tmp_path / "cond.png")
+    assert "flip" not in {t.get_text() for t in _texts(fig)}
+    circles = [p for ax in fig.axes for p in ax.patches if isinstance(p, Circle)]
+    by_wire = {}
+    for p in circles:
+        by_wire.setdefault(-p.center[1], []).append((p.get_facecolor()[:3], p.radius))
+    rings = lambda w: [r for fc, r in by_wire[w] if fc == (1.0, 1.0, 1.0)]
+    dots = lambda w: [r for fc, r in by_wire[w] if fc == (0.0, 0.0, 0.0)]
+    assert len(rings(0)) == 1 and dots(0) == []                 # read as 0
+    assert len(rings(1)) == 1 and len(dots(1)) == 1             # read as 1
+    assert dots(1)[0] < rings(1)[0]
+    assert len(rings(2)) == 1 and dots(2) == []                 # the ⊕ target
+
+
 def test_circuit_draw_show_values_prints_trained_angles():
     c = _sample_circuit()
     with torch.no_grad():
@@ -74,7 +94,7 @@ def test_circuit_draw_text_is_the_print_and_bad_style_is_named():
     assert c.draw() == c.draw("text") == str(c)
     with pytest.raises(ValueError, match="style must be 'text' or 'mpl', got 'svg'"):
         c.draw("svg")
-    with pytest.raises(TypeError, match="draw\\('text'\\) takes no keyword arguments, got path"):
+    with pytest.raises(TypeError, match="draw\\('text'\\) takes only max_width=, got path"):
         c.draw("text", path="x.png")
 
 

@@ -5,7 +5,10 @@ import sys
 
 import pytest
 
-from torchquantum_layers.runtime import keep_freed_memory
+import numpy as np
+import torch
+
+from torchquantum_layers.runtime import keep_freed_memory, max_threads, torch_threads
 
 SCRIPT = """
 import torch, torchquantum_layers as tql
@@ -33,3 +36,30 @@ def test_applied_on_glibc_and_results_unchanged():
 def test_bad_limits_are_named(bad):
     with pytest.raises(ValueError, match="limit_bytes"):
         keep_freed_memory(bad)
+
+
+def test_torch_threads_sets_and_restores():
+    old = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == old
+    with torch_threads(np.int64(1)):
+        assert torch.get_num_threads() == 1
+    with torch_threads(None):
+        assert torch.get_num_threads() == old
+    with pytest.raises(RuntimeError, match="inside"):
+        with torch_threads(1):
+            raise RuntimeError("inside")
+    assert torch.get_num_threads() == old
+
+
+@pytest.mark.parametrize("bad,error", [(0, ValueError), (-1, ValueError), (10 ** 6, ValueError),
+                                       (1.5, TypeError), ("2", TypeError), (True, TypeError)])
+def test_torch_threads_bad_counts_are_named(bad, error):
+    """Before: torch's RuntimeError for most, and 10**6 threads accepted (the process segfaulted)."""
+    old = torch.get_num_threads()
+    with pytest.raises(error, match="torch_threads: n must"):
+        with torch_threads(bad):
+            pass
+    assert torch.get_num_threads() == old
+    assert max_threads() >= 4

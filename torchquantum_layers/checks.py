@@ -95,6 +95,37 @@ def _derivative(mat, theta: torch.Tensor) -> torch.Tensor:
     return torch.view_as_complex(du.contiguous())
 
 
+def _check_frequencies(gate, mat, params, gen, real, dtype, device, d, atol):
+    """Each parameter's declared frequencies (:meth:`Gate.frequencies`, what the shift rules use)
+    are exactly those of the matrix: for a random A, every entry of U(t)† A U(t) as a function of
+    parameter j alone (the others fixed) is a trigonometric polynomial in exactly them. Checks the
+    gates with no generator (U3, ROT, CU3, ...) too."""
+    a = torch.randn(2, d, d, generator=gen, dtype=torch.float64)
+    a = torch.complex(a[0], a[1]).to(dtype=dtype, device=device) / d
+    for j in range(gate.n_params):
+        freqs = (0.0,) + tuple(gate.frequencies(j))
+        m = 4 * len(freqs) + 8
+        t = ((torch.rand(m, generator=gen, dtype=torch.float64) * 2 - 1) * 4 * math.pi)
+        point = tuple(t.to(dtype=real, device=device) if i == j else p.expand(m) for i, p in enumerate(params))
+        u = mat(point)
+        y = (u.conj().transpose(-1, -2) @ a @ u).reshape(m, -1).to(torch.complex128).cpu().numpy()
+        tt = t.numpy()
+
+        def residual(fs):
+            basis = np.column_stack([np.cos(w * tt) for w in fs] + [np.sin(w * tt) for w in fs if w > 0])
+            coef = np.linalg.lstsq(basis.astype(np.complex128), y, rcond=None)[0]
+            return float(np.abs(basis @ coef - y).max())
+        err = residual(freqs)
+        if not math.isfinite(err) or err > 50 * atol:
+            _fail(gate, "frequencies", f"parameter {j}: U^dagger A U is not a trigonometric polynomial in "
+                                       f"the declared frequencies {freqs[1:]} (residual {err:.3g}): the "
+                                       f"shift rules would be wrong")
+        for w in freqs[1:]:
+            if residual(tuple(f for f in freqs if f != w)) < 1e-3:
+                _fail(gate, "frequencies", f"parameter {j}: declared frequency {w:g} does not occur "
+                                           f"(frequencies {freqs[1:]})")
+
+
 def _wires_of(gate, n_wires, data):
     if gate.n_wires is not None:
         if n_wires is not None and n_wires != gate.n_wires:
@@ -280,6 +311,8 @@ def assert_valid_gate(gate, n_wires=None, dtype=torch.complex128, atol=None, gen
                 _fail(gate, "spectra", f"spectra[0] = {gate.spectra[0]} but eigvalsh(G) has distinct "
                                        f"values {tuple(want)}")
             checked.append("spectra")
+        _check_frequencies(gate, mat, samples[0], gen, real, dtype, device, d, atol)
+        checked.append("frequencies")
 
     # -- self inverse ---------------------------------------------------------------------------
     if gate.self_inverse:

@@ -1,6 +1,8 @@
 """Circuit pictures: text always, matplotlib with the ``plot`` extra."""
 from __future__ import annotations
 
+from typing import Optional
+
 from . import gates as G
 
 
@@ -31,41 +33,72 @@ class _Mark:
 
 def _items(circuit) -> list:
     """The ops with a MixedCircuit's instructions at their places (an instruction at position i
-    comes before ops[i])."""
+    comes before ops[i]), as (item, wires read as 0) pairs.
+
+    A gate conditioned on a wire reading 0 is stored as the gate conditioned on 1 between two
+    "flip" instructions on that wire (see MixedCircuit.add); those flips are not drawn, the
+    condition wire is drawn as reading 0 instead. The flips on a wire at position i are the
+    after-flip of ops[i - 1] (when it read the wire as 0), then the before-flip of ops[i]."""
     at: dict = {}
+    flips: dict = {}
     for pos, inst in getattr(circuit, "instructions", ()):
+        if getattr(inst, "condition_flip", False):
+            for w in inst.wires:
+                flips[(pos, w)] = flips.get((pos, w), 0) + 1
+            continue
         at.setdefault(pos, []).append(_Mark(inst.wires, inst.label))
     out = []
+    previous = frozenset()
     for i in range(len(circuit.ops) + 1):
-        out += at.get(i, [])
+        out += [(m, frozenset()) for m in at.get(i, [])]
         if i < len(circuit.ops):
-            out.append(circuit.ops[i])
+            op = circuit.ops[i]
+            condition = G.condition_of(op.gate)
+            reads = op.wires[:condition[0]] if condition else ()
+            zeros = frozenset(w for w in reads if flips.get((i, w), 0) - (w in previous) >= 1)
+            out.append((op, zeros))
+            previous = zeros
     return out
 
 
 def _layers(circuit):
     """Greedy columns: an op goes one column right of the last op on any wire it spans."""
+    return [[item for item, _ in column] for column in _columns(circuit)]
+
+
+def _columns(circuit):
+    """The columns of :func:`_layers` as (item, wires read as 0) pairs of :func:`_items`."""
     level = [0] * circuit.n_wires
     columns = []
-    for op in _items(circuit):
+    for op, zeros in _items(circuit):
         lo, hi = min(op.wires), max(op.wires)
         col = max(level[w] for w in range(lo, hi + 1))
         if col == len(columns):
             columns.append([])
-        columns[col].append(op)
+        columns[col].append((op, zeros))
         for w in range(lo, hi + 1):
             level[w] = col + 1
     return columns
 
 
-def draw_text(circuit) -> str:
+MAX_WIDTH = 100
+"""Characters per line of the text drawing; wider circuits fold into blocks (as PennyLane's
+``max_length``), the lines of a folded block ending in ``»`` and those of the next starting with ``«``."""
+
+
+def draw_text(circuit, max_width: Optional[int] = MAX_WIDTH) -> str:
+    """The text drawing ``print(circuit)`` shows; ``max_width=None`` never folds."""
+    if max_width is not None and (isinstance(max_width, bool) or not isinstance(max_width, int) or max_width < 1):
+        raise ValueError(f"draw_text: max_width must be a positive int or None, got {max_width!r}")
     n = circuit.n_wires
-    rows = [f"q{w}: " for w in range(n)]
-    width0 = max(len(r) for r in rows)
-    rows = [r.ljust(width0) for r in rows]
-    for column in _layers(circuit):
+    heads = [f"q{w}: " for w in range(n)]
+    width0 = max(len(r) for r in heads)
+    heads = [r.ljust(width0) for r in heads]
+    blocks = []                       # per block, per wire: the cells of its columns
+    rows = [""] * n
+    for column in _columns(circuit):
         cells = ["─"] * n
-        for op in column:
+        for op, zeros in column:
             lo, hi = min(op.wires), max(op.wires)
             for w in range(lo, hi + 1):
                 cells[w] = "│"
@@ -78,22 +111,35 @@ def draw_text(circuit) -> str:
             if g.n_controls:
                 condition = G.condition_of(g)
                 for i, w in enumerate(op.wires[:g.n_controls]):
-                    cells[w] = "◉" if condition and i < condition[0] else "●"   # ◉: a measured wire read
+                    # ◉ / ○: a measured wire read as 1 / 0
+                    cells[w] = ("○" if w in zeros else "◉") if condition and i < condition[0] else "●"
                 tgt = op.wires[g.n_controls:]
                 inner = g.target.name + label[len(g.name):]
                 for w in tgt:
                     cells[w] = "X" if g.target.name == "X" else inner
+            elif g.name == "MULTICONTROLLEDX":
+                for w in op.wires[:-1]:
+                    cells[w] = "●"
+                cells[op.wires[-1]] = "X"
             elif len(op.wires) == 1:
                 cells[op.wires[0]] = label
             else:
                 for i, w in enumerate(op.wires):
                     cells[w] = f"{label}[{i}]"
         width = max(len(c) for c in cells) + 2
+        # room for the head, "«" / "»" and the closing "─"
+        if max_width is not None and rows[0] and width0 + 3 + len(rows[0]) + width > max_width:
+            blocks.append(rows)
+            rows = [""] * n
         for w in range(n):
-            c = cells[w]
-            fill = "│" if c == "│" else "─"
-            rows[w] += ("─" + c).ljust(width, "─") if fill == "─" else ("─" + c).ljust(width, "─")
-    lines = [r + "─" for r in rows]
+            rows[w] += ("─" + cells[w]).ljust(width, "─")
+    blocks.append(rows)
+    lines = []
+    for b, block in enumerate(blocks):
+        if b:
+            lines.append("")
+        for w in range(n):
+            lines.append(heads[w] + ("«" if b else "") + block[w] + "─" + ("»" if b + 1 < len(blocks) else ""))
     noise = getattr(circuit, "noise_model", None)
     if noise is not None:
         lines.append(f"noise after gates: {noise!r}")
@@ -142,7 +188,7 @@ def _column_widths(circuit, columns, values):
     widths = []
     for column in columns:
         w = 0.6
-        for op in column:
+        for op, _ in column:
             if _parts(op)[2] == "box":
                 w = max(w, _CHAR_W * len(_mpl_label(circuit, op, values)) + 0.3)
         widths.append(w)
@@ -161,7 +207,7 @@ def draw_mpl(circuit, ax=None, path=None, filename=None, show_values: bool = Fal
     from .plotting import new_figure, require_matplotlib, save_figure
     require_matplotlib("circuit.draw('mpl')")
     from matplotlib.patches import Circle, FancyBboxPatch
-    columns = _layers(circuit)
+    columns = _columns(circuit)
     n = circuit.n_wires
     widths = _column_widths(circuit, columns, show_values)
     gap = 0.35
@@ -180,12 +226,19 @@ def draw_mpl(circuit, ax=None, path=None, filename=None, show_values: bool = Fal
         ax.text(-0.15, -w, f"q{w}", ha="right", va="center", fontsize=fontsize)
     box_style = dict(boxstyle="round,pad=0,rounding_size=0.08", fc="white", ec="black", lw=1, zorder=3)
     for xc, width, column in zip(centres, widths, columns):
-        for op in column:
+        for op, zeros in column:
             controls, targets, kind = _parts(op)
+            condition = None if isinstance(op, _Mark) else G.condition_of(op.gate)
+            reads = set(op.wires[:condition[0]]) if condition else set()
             ys = [-w for w in op.wires]
             if len(ys) > 1:
                 ax.plot([xc, xc], [min(ys), max(ys)], color="black", lw=1, zorder=1)
             for w in controls:
+                if w in reads:          # a measured wire: ◉ read as 1, ○ read as 0
+                    ax.add_patch(Circle((xc, -w), 1.6 * _DOT, fc="white", ec="black", lw=1, zorder=4))
+                    if w not in zeros:
+                        ax.add_patch(Circle((xc, -w), 0.8 * _DOT, color="black", zorder=5))
+                    continue
                 ax.add_patch(Circle((xc, -w), _DOT, color="black", zorder=4))
             if kind == "x":
                 y = -targets[0]

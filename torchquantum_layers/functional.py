@@ -28,7 +28,16 @@ def prepare_gate_call(gate, params, wires, n, batch, dtype, device, matrix=None)
     real = REAL_OF[dtype]
     angles = []
     for p in params:
-        t = p.to(device) if isinstance(p, torch.Tensor) else torch.as_tensor(p, dtype=real, device=device)
+        if isinstance(p, bool) or (isinstance(p, torch.Tensor) and p.dtype == torch.bool):
+            raise TypeError(f"{gate.name}: angle {p!r} is a bool, not a number")
+        if isinstance(p, torch.Tensor):
+            t = p.to(device)
+        else:
+            try:
+                t = torch.as_tensor(p, dtype=real, device=device)
+            except (TypeError, ValueError, RuntimeError) as exc:
+                raise TypeError(f"{gate.name}: angle {p!r} is not a real number or tensor "
+                                f"({type(p).__name__})") from exc
         if t.is_complex():
             raise TypeError(f"{gate.name}: angles must be real, got {t.dtype}")
         if t.dim() > 1 or (t.dim() == 1 and t.shape[0] not in (1, batch)):

@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import os
 import platform
 
 import torch
 
-__all__ = ["keep_freed_memory", "torch_threads"]
+__all__ = ["keep_freed_memory", "torch_threads", "max_threads"]
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -47,14 +48,27 @@ def torch_threads(n):
     """Run with ``n`` intra-op threads (``None``: leave torch's setting), then restore it.
 
     States of a few qubits are far too small for intra-op parallelism; one thread avoids the
-    spinning worker threads that make a busy machine many times slower.
+    spinning worker threads that make a busy machine many times slower. ``n`` is an int in
+    1..:func:`max_threads` (4 per CPU: beyond that a thread pool only thrashes, and torch's
+    OpenMP pool crashes the process at exit for absurd counts).
     """
     if n is None:
         yield
         return
+    limit = max_threads()
+    if isinstance(n, bool) or not hasattr(n, "__index__"):
+        raise TypeError(f"torch_threads: n must be an int or None, got {n!r}")
+    n = int(n.__index__())
+    if not 1 <= n <= limit:
+        raise ValueError(f"torch_threads: n must be in 1..{limit} (4 per CPU), got {n}")
     old = torch.get_num_threads()
     torch.set_num_threads(n)
     try:
         yield
     finally:
         torch.set_num_threads(old)
+
+
+def max_threads() -> int:
+    """The largest thread count :func:`torch_threads` accepts: 4 per CPU of the machine."""
+    return 4 * (os.cpu_count() or 1)

@@ -550,6 +550,73 @@ def test_text_drawing_of_the_inverse():
     assert lines[1].index("H") < lines[1].index("RX†(0.3)")                    # reversed order
 
 
+def _conditioned_circuit():
+    c = tql.MixedCircuit(4)
+    c.h(0).h(1).measure([0, 1])
+    c.x(3, condition={0: 0})                  # reads q0 as 0: built as flips around IF1:X
+    c.x(2, condition={0: 0})                  # again: the flips of both share position 3
+    c.x(3, condition=0)                       # reads q0 as 1
+    c.cnot(2, 3, condition={0: 1, 1: 0})
+    return c
+
+
+def test_text_drawing_of_classical_conditions():
+    """◉ on a wire read as 1, ○ on one read as 0; the flips that implement a 0 condition are
+    not drawn (they are no gate of the user's)."""
+    c = _conditioned_circuit()
+    lines = str(c).splitlines()
+    assert len(lines) == 4 and "flip" not in str(c)
+    q0 = [ch for ch in lines[0] if ch in "◉○"]
+    assert q0 == ["○", "○", "◉", "◉"]
+    assert [ch for ch in lines[1] if ch in "◉○●"] == ["○"]
+    assert [ch for ch in lines[2] if ch in "◉○●X"] == ["X", "●"]
+    assert lines[3].count("X") == 3
+    # each op in its own column: the marks line up with their targets
+    for col in (lines[0].index("○"), lines[0].rindex("◉")):
+        assert lines[3][col] in "X│" or lines[2][col] in "X│"
+
+
+def test_text_drawing_of_multicontrolled_x_and_instructions():
+    c = tql.MixedCircuit(3)
+    c.mcx([2, 0, 1]).measure(0).reset([1, 2]).channel(tql.mixed.bit_flip(0.1), 2)
+    lines = str(c).splitlines()
+    assert "●" in lines[2] and "●" in lines[0] and "X" in lines[1] and "MULTICONTROLLEDX" not in str(c)
+    assert "measure" in lines[0] and "reset[0]" in lines[1] and "reset[1]" in lines[2]
+    assert "bit_flip" in lines[2]
+
+
+def test_text_drawing_folds_wide_circuits():
+    from torchquantum_layers.drawing import MAX_WIDTH, draw_text
+    c = tql.Circuit(3)
+    labels = []
+    for i in range(60):
+        c.rx(i % 3, 0.01 * i + 0.001)
+        labels.append(f"RX({0.01 * i + 0.001:.3g})")
+    c.cnot(0, 2)
+    text = str(c)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= MAX_WIDTH
+    blocks = text.split("\n\n")
+    assert len(blocks) > 2
+    for b, block in enumerate(blocks):
+        rows = block.splitlines()
+        assert [r[:4] for r in rows] == ["q0: ", "q1: ", "q2: "]
+        assert len({len(r) for r in rows}) == 1, block
+        assert all(r.endswith("»") for r in rows) == (b + 1 < len(blocks))
+        assert all(r[4] == "«" for r in rows) == (b > 0)
+    # nothing lost, in order: the unfolded drawing has the same labels on each wire
+    flat = draw_text(c, max_width=None).splitlines()
+    assert len(flat) == 3 and len(flat[0]) > MAX_WIDTH
+    for w in range(3):
+        got = "".join(block.splitlines()[w][4:].strip("«»") for block in blocks)
+        assert got.replace("─", "") == flat[w][4:].replace("─", "")
+        assert [lab for lab in labels[w::3]] == [p for p in got.replace("│", "─").split("─")
+                                                  if p.startswith("RX")]
+    assert "●" in blocks[-1] and "X" in blocks[-1].splitlines()[2]
+    with pytest.raises(ValueError, match="max_width"):
+        draw_text(c, max_width=0)
+
+
 def test_count_ops_and_depth():
     c = tql.Circuit(3)
     c.h(0)
@@ -934,3 +1001,20 @@ def test_a_nearly_unitary_matrix_is_stored_as_its_nearest_unitary():
         tql.expval(c, "Z0 X1", diff_method=method).sum().backward()
         grads.append(c.weights.grad.clone())
     assert torch.allclose(grads[0], grads[1], atol=1e-13) and torch.allclose(grads[0], grads[2], atol=1e-13)
+
+
+def test_wires_that_are_not_ints_are_named():
+    c = tql.Circuit(2)
+    with pytest.raises(TypeError, match="X: wires must be an int or a sequence of ints, got 0.5"):
+        c.add("x", 0.5)
+    with pytest.raises(TypeError, match="X: wire 0.5 is not an int"):
+        c.x(0.5)
+    with pytest.raises(TypeError, match="CNOT: wires must be an int or a sequence of ints, got 'ab'"):
+        c.add("cnot", "ab")
+    c.add("x", np.int64(1)).add("cnot", (np.int64(1), torch.tensor(0)))
+    assert [op.wires for op in c.ops] == [(1,), (1, 0)]
+    # the text drawing folds at max_width=, and keeps one line per wire with None
+    for _ in range(40):
+        c.rx(0, 0.25)
+    assert max(len(line) for line in c.draw("text", max_width=60).splitlines()) <= 60
+    assert len(c.draw("text", max_width=None).splitlines()) == 2

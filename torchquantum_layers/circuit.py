@@ -138,7 +138,6 @@ class Circuit(nn.Module):
             raise ValueError(f"{G.get_gate(gate).name}: condition= reads mid-circuit measurement outcomes, which a "
                              f"state-vector Circuit does not hold: build a tql.MixedCircuit")
         gate = G.get_gate(gate)
-        wires = (wires,) if isinstance(wires, int) else tuple(wires)
         wires = check_wires(wires, self.n_wires, f"{gate.name}")
         if gate.n_wires is not None and len(wires) != gate.n_wires:
             raise ValueError(f"{gate.name} acts on {gate.n_wires} wire(s), got wires {wires}")
@@ -318,14 +317,16 @@ class Circuit(nn.Module):
         return draw_text(self)
 
     def draw(self, style: str = "text", **kwargs):
-        """``"text"``: the drawing ``print(circuit)`` shows (a str). ``"mpl"``: a matplotlib Figure
-        (the ``plot`` extra) with the same columns; keywords ``path=`` (save a PNG), ``ax=``,
-        ``show_values=`` (print trainable angles' values), see :func:`.drawing.draw_mpl`."""
-        from .drawing import draw_text
+        """``"text"``: the drawing ``print(circuit)`` shows (a str; ``max_width=`` characters per
+        line before it folds, None never). ``"mpl"``: a matplotlib Figure (the ``plot`` extra)
+        with the same columns; keywords ``path=`` (save a PNG), ``ax=``, ``show_values=`` (print
+        trainable angles' values), see :func:`.drawing.draw_mpl`."""
+        from .drawing import MAX_WIDTH, draw_text
         if style == "text":
-            if kwargs:
-                raise TypeError(f"draw('text') takes no keyword arguments, got {', '.join(kwargs)}")
-            return draw_text(self)
+            unknown = sorted(set(kwargs) - {"max_width"})
+            if unknown:
+                raise TypeError(f"draw('text') takes only max_width=, got {', '.join(unknown)}")
+            return draw_text(self, max_width=kwargs.get("max_width", MAX_WIDTH))
         if style == "mpl":
             from .drawing import draw_mpl
             return draw_mpl(self, **kwargs)

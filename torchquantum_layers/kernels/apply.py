@@ -38,8 +38,11 @@ def _on_gpu(kernel: str, state: torch.Tensor, *args, **kwargs):
 
 def check_wires(wires, n_wires: int, what: str = "operator") -> tuple:
     """Validate a wire tuple against n_wires; names what is at fault."""
-    if isinstance(wires, int) or (isinstance(wires, torch.Tensor) and wires.dim() == 0):
+    if isinstance(wires, int) or (isinstance(wires, torch.Tensor) and wires.dim() == 0) or \
+            (hasattr(wires, "__index__") and not hasattr(wires, "__iter__")):      # NumPy integers too
         wires = (wires,)
+    if not hasattr(wires, "__iter__") or isinstance(wires, (str, bytes)):
+        raise TypeError(f"{what}: wires must be an int or a sequence of ints, got {wires!r}")
     wires = tuple(_as_wire(w, what) for w in wires)
     if not wires:
         raise ValueError(f"{what}: needs at least one wire")

@@ -33,6 +33,7 @@ import warnings
 from typing import Optional, Sequence
 
 import pytorch_lightning as pl
+from lightning_fabric.utilities.exceptions import MisconfigurationException
 from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 
@@ -98,10 +99,21 @@ class TQLCLI(LightningCLI):
         for key in ("n_features", "n_classes"):
             parser.link_arguments(f"data.{key}", f"model.init_args.{key}", apply_on="instantiate")
 
+    def before_instantiate_classes(self) -> None:
+        # a local --ckpt_path that is not a file: one line now, not a traceback after the set-up
+        sub = self.config.get("subcommand")
+        ckpt = self.config[sub].get("ckpt_path") if sub else None
+        if (isinstance(ckpt, str) and ckpt not in ("last", "best", "hpc") and ":" not in ckpt
+                and not os.path.isfile(ckpt)):
+            err = ValueError(f"--ckpt_path: no checkpoint file at {ckpt!r}")
+            err._tql_bad_value = True
+            raise err
+
     def instantiate_classes(self) -> None:
         try:
             super().instantiate_classes()
         except (ValueError, TypeError) as err:
+            err._tql_bad_value = True       # main() reports it as one line on the console
             # jsonargparse wraps a constructor's error in a "Union subtypes" report around the whole
             # namespace; the task's own message (naming the value at fault) is the useful part
             inner = err
@@ -110,6 +122,7 @@ class TQLCLI(LightningCLI):
                 inner = inner.__cause__
             if inner is err:
                 raise
+            inner._tql_bad_value = True
             raise inner from None
 
     def instantiate_trainer(self, **kwargs) -> pl.Trainer:
@@ -121,10 +134,18 @@ class TQLCLI(LightningCLI):
             # no logger, no version folders: config.yaml lands in the root dir, as the checkpoints
             # do, and the next run there replaces both
             self.save_config_kwargs = {**self.save_config_kwargs, "overwrite": True}
-        trainer = super().instantiate_trainer(**kwargs)
+        try:
+            trainer = super().instantiate_trainer(**kwargs)
+        except (ValueError, TypeError, MisconfigurationException) as err:     # e.g. max_epochs=-5, no GPU
+            err._tql_bad_value = True
+            raise
         for cb in trainer.checkpoint_callbacks:
             if isinstance(cb, ModelCheckpoint) and cb.save_last is None:
                 cb.save_last = True         # `--ckpt_path .../checkpoints/last.ckpt` resumes any run
+            if isinstance(cb, ModelCheckpoint) and cfg.get("logger") is False and cb.dirpath is None:
+                # <root>/checkpoints is shared by every logger-less run there: replace last.ckpt
+                # instead of writing last-v1.ckpt beside it (a resume would read the old one)
+                cb._enable_version_counter = False
         return trainer
 
 
@@ -135,7 +156,8 @@ def main(argv: Optional[Sequence[str]] = None):
     returns 1 when one of its checks missed its target, else 0; anything else is a LightningCLI
     command line (``fit``, ``validate``, ``test``, ``predict``), 0 after the run. A bad command line
     exits with status 2 (``SystemExit``), ``--help`` / ``--print_config`` with 0; a value a task
-    refuses raises that task's own ``ValueError`` / ``TypeError``.
+    (or the Trainer) refuses raises that task's own ``ValueError`` / ``TypeError``, which the
+    console script (``argv`` None) prints as one ``tql: error: ...`` line before exiting with 2.
     """
     args = list(sys.argv[1:] if argv is None else argv)
     if argv is None:            # the console script owns its process: reuse freed state-sized blocks
@@ -145,15 +167,26 @@ def main(argv: Optional[Sequence[str]] = None):
         return exit_status(run_demo(args[1:]))
     _register_tasks()
     _check_class_names(args)
+    try:
+        _run_cli(args, argv is None)
+    except (ValueError, TypeError, MisconfigurationException) as err:
+        if argv is not None or not getattr(err, "_tql_bad_value", False):
+            raise
+        # the console script: a value a task or the Trainer refuses is one line, not a traceback
+        print(f"tql: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return 0
+
+
+def _run_cli(args: list, from_sys_argv: bool) -> None:
     with warnings.catch_warnings():
         for pattern in LIGHTNING_NOISE:
             warnings.filterwarnings("ignore", pattern)
         TQLCLI(model_class=None, datamodule_class=None, subclass_mode_model=True, subclass_mode_data=True,
                trainer_defaults={"log_every_n_steps": 1},
-               args=None if argv is None else args,        # None: LightningCLI reads sys.argv itself
+               args=None if from_sys_argv else args,        # None: LightningCLI reads sys.argv itself
                parser_kwargs={"prog": "tql", "description": "Train the torchquantum-layers recipes with Lightning "
                                                            "(tql demo: the guided demos)"})
-    return 0
 
 
 if __name__ == "__main__":      # python -m lightning_tasks.cli

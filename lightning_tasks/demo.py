@@ -307,9 +307,10 @@ RUNS = (vqe_h2, h2_dissociation, qaoa_maxcut, classifier, vqe_lih)
 def run_demo(argv=None) -> List[DemoRow]:
     """Run the demo with command-line arguments ``argv`` (``sys.argv[1:]`` when None); print the
     summary table and return its rows."""
-    args = build_parser().parse_args(argv)
-    if args.threads < 1:
-        raise ValueError(f"tql demo: --threads must be >= 1, got {args.threads}")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.threads < 1:        # a usage error (exit status 2), not a traceback
+        parser.error(f"argument --threads: must be >= 1, got {args.threads}")
     ctx = _Context(args)
     with torch_threads(args.threads):
         if not args.no_plots and not ctx.plots:

@@ -89,12 +89,13 @@ class StepProgressBar(ProgressBar):
     def _refresh(self, trainer, pl_module) -> None:
         if self._bar is None:
             return
-        self._bar.update(trainer.global_step - self._bar.n)
         shown = {k: v for k, v in self.get_metrics(trainer, pl_module).items()
                  if k != "v_num" and (self.metrics is None or k in self.metrics)}
         if shown:
             self._bar.set_postfix({k: _fmt(v) for k, v in shown.items()}, refresh=False)
-        self._bar.refresh()
+        # tqdm redraws at most every `mininterval` (a forced refresh would print a line per step
+        # to a log file); close() draws the final state
+        self._bar.update(trainer.global_step - self._bar.n)
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         self._refresh(trainer, pl_module)

@@ -192,3 +192,66 @@ def test_demo_dispatch_and_console_script(monkeypatch):
     from importlib.metadata import entry_points
     scripts = {e.name: e.value for e in entry_points(group="console_scripts")}
     assert scripts.get("tql") == "lightning_tasks.cli:main"
+
+
+def test_console_script_reports_refused_values_in_one_line(monkeypatch, capsys, tmp_path):
+    # `tql ...` (argv from sys.argv): a value the task or the Trainer refuses is one line, status 2
+    import lightning_tasks.cli as cli
+    monkeypatch.setattr(cli, "keep_freed_memory", lambda: None)
+    for extra, message in ((["--model.p", "0"], "QAOATask: p (the number of QAOA layers) must be >= 1, got 0"),
+                           (["--trainer.max_epochs", "-5"], "You passed in -5"),
+                           (["--ckpt_path", "no/such.ckpt"], "--ckpt_path: no checkpoint file at 'no/such.ckpt'")):
+        monkeypatch.setattr(sys, "argv", ["tql", "fit", "--model", "QAOATask", "--trainer.max_steps", "1",
+                                          "--trainer.default_root_dir", str(tmp_path)] + extra)
+        with pytest.raises(SystemExit) as exc:
+            main()
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and "tql: error: " in err and message in err and "Traceback" not in err, err
+
+
+def test_logger_off_twice_replaces_last_checkpoint(tmp_path):
+    # the second logger-less run in a root dir replaces checkpoints/last.ckpt (no last-v1.ckpt
+    # beside a stale one): resuming from last.ckpt continues the latest run
+    for steps in (1, 3):
+        main(["fit", "--model", "QAOATask", "--model.p", "1", "--model.n_starts", "2", "--trainer.max_steps",
+              str(steps), "--trainer.logger", "false", "--trainer.default_root_dir", str(tmp_path)] + QUICK)
+    names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
+    assert names == ["epoch=2-step=3.ckpt", "last.ckpt"], names
+    assert torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 3
+
+
+def test_step_progress_bar_is_rate_limited(monkeypatch):
+    # tqdm draws at most every mininterval: with its clock frozen a 20-step fit draws the bar when
+    # it opens and when it closes, not once per step
+    import io
+    import pytorch_lightning as pl
+    import tqdm.std
+    from lightning_tasks.progress import StepProgressBar
+    from lightning_tasks.qaoa import QAOATask
+    monkeypatch.setattr(tqdm.std, "time", lambda: 1000.0)
+    out = io.StringIO()
+    trainer = pl.Trainer(max_steps=20, accelerator="cpu", logger=False, enable_checkpointing=False,
+                         enable_model_summary=False, callbacks=[StepProgressBar("qaoa", file=out)])
+    trainer.fit(QAOATask(graph=[[0, 1], [1, 2], [2, 0]], p=1, n_starts=2))
+    draws = [d for d in out.getvalue().replace("\n", "\r").split("\r") if d.strip()]
+    assert len(draws) <= 3, draws
+    assert "20/20" in draws[-1] and "expected_cost=" in draws[-1], draws[-1]
+
+
+def test_validate_and_test_metrics_are_those_of_the_checkpoint(tmp_path):
+    # the angles of a 2-step checkpoint are those a 3-step run logs at step 2 (values after k
+    # updates); validate and test report them exactly, with the error against H2's FCI energy
+    cfg = ["--config", str(ROOT / "examples" / "configs" / "vqe_h2.yaml")]
+    main(["fit"] + cfg + ["--trainer.max_steps", "2", "--trainer.default_root_dir", str(tmp_path / "a")] + QUICK)
+    main(["fit"] + cfg + ["--trainer.max_steps", "3", "--trainer.default_root_dir", str(tmp_path / "b")] + QUICK)
+    ckpt = tmp_path / "a" / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt"
+    assert torch.load(ckpt, weights_only=True)["global_step"] == 2
+    for command in ("validate", "test"):
+        main([command] + cfg + ["--ckpt_path", str(ckpt), "--trainer.default_root_dir", str(tmp_path / "a")] + QUICK)
+    logged = float(metrics(tmp_path / "b")[2]["energy"])                 # float32 in the training log
+    (val,), (test,) = metrics(tmp_path / "a", version=1), metrics(tmp_path / "a", version=2)
+    for prefix, row in (("val", val), ("test", test)):
+        energy = float(row[f"{prefix}_energy"])
+        assert energy == pytest.approx(logged, abs=1e-6)
+        assert float(row[f"{prefix}_error_mha"]) == pytest.approx(abs(energy - FCI_H2) * 1e3, abs=0.01)
+        assert float(row[f"{prefix}_chemical_accuracy"]) == float(abs(energy - FCI_H2) * 1e3 < 1.6)

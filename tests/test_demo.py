@@ -126,3 +126,10 @@ def test_exit_status_fails_only_on_a_missed_target():
     rows.append(DemoRow("d", "Ha", result=1.0, reference=2.0, target=0.1).judge())
     assert rows[-1].status == "missed" and rows[-1].error == 1.0 and exit_status(rows) == 1
     assert "why" in format_table(rows) and "missed" in format_table(rows)
+
+
+def test_bad_threads_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        run_demo(["--threads", "0", "--no-progress", "--no-plots"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--threads: must be >= 1, got 0" in err and "Traceback" not in err

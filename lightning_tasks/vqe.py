@@ -314,8 +314,11 @@ class VQETask(SinglePointTask):
             self.history.append(value)
             if self._best is None or value < self._best[0]:
                 self._best = (value, self.circuit.weights.detach().clone())
-            self.log("energy", value, on_step=True, on_epoch=False, prog_bar=True, batch_size=1)
-            self.log("error_mha", err, on_step=True, on_epoch=False, prog_bar=True, batch_size=1)
+            # float64 tensors: Lightning stores Python floats as float32 (7 digits of an energy in Ha)
+            self.log("energy", torch.tensor(value, dtype=torch.float64), on_step=True, on_epoch=False,
+                     prog_bar=True, batch_size=1)
+            self.log("error_mha", torch.tensor(err, dtype=torch.float64), on_step=True, on_epoch=False,
+                     prog_bar=True, batch_size=1)
             self.log("chemical_accuracy", float(err < CHEMICAL_ACCURACY_MHA), on_step=True, on_epoch=False,
                      batch_size=1)
         if not self.automatic_optimization:

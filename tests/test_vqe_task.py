@@ -456,3 +456,14 @@ def test_noise_spec_builds_the_analytic_channels():
 def test_noise_options_are_checked(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         VQETask("H2", **kwargs)
+
+
+def test_logged_energies_keep_double_precision():
+    task = VQETask("H2", lr=0.1)
+    trainer = pl.Trainer(max_epochs=3, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False)
+    trainer.fit(task)
+    logged = trainer.callback_metrics["energy"]
+    assert logged.dtype == torch.float64 and float(logged) == task.history[-1]
+    assert float(trainer.callback_metrics["error_mha"]) == pytest.approx(abs(task.history[-1] - task.fci_energy) * 1e3,
+                                                                         abs=1e-9)

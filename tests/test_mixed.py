@@ -375,17 +375,20 @@ def test_two_wire_channels_and_custom_kraus(dtype, device):
     np.testing.assert_allclose(as_np(pc(to_t(rho, dtype, device), (0, 2))), ref, atol=10 * ATOL[dtype])
 
 
-def test_choi_matrix_definition():
-    ch = mixed.amplitude_damping(0.3)
-    J = as_np(ch.choi())
-    ks = np_kraus("amplitude_damping", 0.3)
-    ref = np.zeros((4, 4), dtype=complex)
+def np_choi(ks):
+    """J = Σ_ij |i⟩⟨j| ⊗ E(|i⟩⟨j|) of one-wire Kraus operators, in NumPy."""
+    J = np.zeros((4, 4), dtype=complex)
     for i in range(2):
         for j in range(2):
             e = np.zeros((2, 2))
             e[i, j] = 1
-            ref += np.kron(e, sum(k @ e @ k.conj().T for k in ks))
-    np.testing.assert_allclose(J, ref, atol=1e-12)
+            J += np.kron(e, sum(k @ e @ k.conj().T for k in ks))
+    return J
+
+
+def test_choi_matrix_definition():
+    ch = mixed.amplitude_damping(0.3)
+    np.testing.assert_allclose(as_np(ch.choi()), np_choi(np_kraus("amplitude_damping", 0.3)), atol=1e-12)
 
 
 def test_thermal_relaxation_analytic():
@@ -816,12 +819,7 @@ def test_choi_channel_reads_lists_in_double_precision_and_complex64_at_its_toler
     g, p = 0.37, 0.71
     ks = [np.sqrt(p) * np.diag([1, np.sqrt(1 - g)]), np.sqrt(p) * np.array([[0, np.sqrt(g)], [0, 0]]),
           np.sqrt(1 - p) * np.diag([np.sqrt(1 - g), 1]), np.sqrt(1 - p) * np.array([[0, 0], [np.sqrt(g), 0]])]
-    J = np.zeros((4, 4), dtype=complex)
-    for i in range(2):
-        for j in range(2):
-            e = np.zeros((2, 2))
-            e[i, j] = 1
-            J += np.kron(e, sum(k @ e @ k.conj().T for k in ks))
+    J = np_choi(ks)
     rho = rand_rho_np(1, np.random.default_rng(5), batch=3)
     want = apply_kraus_np(rho, ks, [0], 1)
     ch = mixed.choi_channel(J.tolist())            # Python numbers: double precision, not float32

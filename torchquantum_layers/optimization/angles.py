@@ -22,20 +22,20 @@ def join_angles(gammas, betas) -> torch.Tensor:
     return torch.cat([torch.as_tensor(gammas), torch.as_tensor(betas)], dim=-1)
 
 
+def _check_count(value, name: str, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what}: {name} must be an int, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{what}: {name} must be >= 1, got {value}")
+    return int(value)
+
+
 def _check_p(p, what) -> int:
-    if isinstance(p, bool) or not isinstance(p, numbers.Integral):
-        raise TypeError(f"{what}: p (the number of QAOA layers) must be an int, got {p!r}")
-    if p < 1:
-        raise ValueError(f"{what}: p (the number of QAOA layers) must be >= 1, got {p}")
-    return int(p)
+    return _check_count(p, "p (the number of QAOA layers)", what)
 
 
 def _check_starts(n_starts, what) -> int:
-    if isinstance(n_starts, bool) or not isinstance(n_starts, numbers.Integral):
-        raise TypeError(f"{what}: n_starts must be an int, got {n_starts!r}")
-    if n_starts < 1:
-        raise ValueError(f"{what}: n_starts must be >= 1, got {n_starts}")
-    return int(n_starts)
+    return _check_count(n_starts, "n_starts", what)
 
 
 def linear_ramp(p: int, delta: float = 0.75, dtype=torch.float64) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """Quantum-kernel support vector machine with scikit-learn's ``SVC(kernel="precomputed")``.
 
 The feature map encodes a 2-D point on ``n_qubits`` wires (``--encoding angle``: RY(scale·x_i)
-with the two features repeated over the wires; ``--encoding iqp``: the IQP / ZZ feature map on two
+with the two features repeated over the wires; ``--encoding iqp``: the IQP embedding (PennyLane's IQPEmbedding: RZ(x_i), RZZ(x_i x_j)) on two
 wires). ``tql.qml.fidelity_kernel`` computes the Gram matrix ``|⟨φ(x)|φ(x')⟩|²`` with one
 batched simulation per data set and one matrix product; the SVM is compared with a classical
 RBF-kernel SVM on the same split.

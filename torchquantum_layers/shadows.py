@@ -24,7 +24,7 @@ from typing import Optional
 import torch
 
 from .caching import lasting
-from .kernels.apply import apply_matrix_unchecked, check_wires
+from .kernels.apply import apply_matrix_unchecked, check_wires, kron
 from .kernels.state import n_wires_of
 from .measure import sample, to_bits
 
@@ -57,8 +57,7 @@ def _rotation_table(k: int, dtype, device) -> torch.Tensor:
     one = _rotations(torch.complex128, "cpu")
     table = one
     for _ in range(k - 1):
-        table = (table[:, None, :, None, :, None] * one[None, :, None, :, None, :]).reshape(
-            table.shape[0] * 3, table.shape[1] * 2, table.shape[2] * 2)
+        table = kron(table[:, None], one[None]).reshape(table.shape[0] * 3, 2 * table.shape[1], 2 * table.shape[2])
     return table.to(dtype=dtype, device=device)
 
 
@@ -151,9 +150,7 @@ def snapshot_states(bases: torch.Tensor, bits: torch.Tensor, dtype=torch.complex
     sigma = _one_wire_snapshots(dtype, bases.device)[bases.long(), bits.long()]   # (..., k, 2, 2)
     out = sigma[..., 0, :, :]
     for w in range(1, sigma.shape[-3]):
-        s = sigma[..., w, :, :]
-        d = out.shape[-1]
-        out = (out[..., :, None, :, None] * s[..., None, :, None, :]).reshape(*out.shape[:-2], 2 * d, 2 * d)
+        out = kron(out, sigma[..., w, :, :])
     return out
 
 
@@ -162,14 +159,12 @@ def snapshot_bound(error: float, observables, failure_probability: float = 0.01)
     ``observables`` (Pauli sums) to within ``error`` with probability ``1 − failure_probability``:
     ``K = ⌈2 log(2M/δ)⌉`` groups of ``⌈34 ‖O‖²_shadow / ε²⌉`` snapshots, with the shadow norm of
     a Pauli sum bounded by ``Σ |c_P| 3^{k_P/2}`` (identity terms excluded)."""
-    from .observables.hamiltonian import _as_observable
+    from .observables.hamiltonian import _as_observable_list
     what = "snapshot_bound"
     for name, v, hi in (("error", error, math.inf), ("failure_probability", failure_probability, 1)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < hi:
             raise ValueError(f"{what}: {name} must be a number in (0, {hi}), got {v!r}")
-    hams = [_as_observable(o, what) for o in (observables if isinstance(observables, (list, tuple)) else [observables])]
-    if not hams:
-        raise ValueError(f"{what}: the list of observables is empty")
+    hams, _ = _as_observable_list(observables, what)
     norm = max(sum(abs(c) * 3 ** (p.weight / 2) for c, p in h.terms if p.weight) for h in hams)
     groups = math.ceil(2 * math.log(2 * len(hams) / failure_probability))
     return groups * max(1, math.ceil(34 * norm ** 2 / error ** 2)), groups
@@ -209,11 +204,8 @@ class ClassicalShadow:
 
     # -- Pauli sums ---------------------------------------------------------------------------
     def _terms(self, observables, what):
-        from .observables.hamiltonian import _as_observable, _check_fits
-        single = not isinstance(observables, (list, tuple))
-        hams = [_as_observable(o, what) for o in ([observables] if single else observables)]
-        if not hams:
-            raise ValueError(f"{what}: the list of observables is empty")
+        from .observables.hamiltonian import _as_observable_list, _check_fits
+        hams, single = _as_observable_list(observables, what)
         strings, index = [], {}
         for j, h in enumerate(hams):
             _check_fits(h, self.n_wires, what, f" (observable {j})")

@@ -331,12 +331,8 @@ def _expval_tables(hams, n, dtype, device):
 
 
 def _observables(obs, what):
-    from ..observables.hamiltonian import _as_observable
-    single = not isinstance(obs, (list, tuple))
-    hams = [_as_observable(obs, what)] if single else [_as_observable(o, what) for o in obs]
-    if not hams:
-        raise ValueError(f"{what}: the list of observables is empty")
-    return hams, single
+    from ..observables.hamiltonian import _as_observable_list
+    return _as_observable_list(obs, what)
 
 
 def _check_observables(hams, n, what):

@@ -619,6 +619,15 @@ def _as_observable(obs, what="expectation") -> Hamiltonian:
                     f"{type(obs).__name__}")
 
 
+def _as_observable_list(obs, what: str):
+    """``(Hamiltonians, single)``: one observable (``single``) or a non-empty list of them."""
+    single = not isinstance(obs, (list, tuple))
+    hams = [_as_observable(obs, what)] if single else [_as_observable(o, what) for o in obs]
+    if not hams:
+        raise ValueError(f"{what}: the list of observables is empty")
+    return hams, single
+
+
 def _check_fits(h: Hamiltonian, n: int, what: str, where: str = "") -> None:
     if h._n_wires is not None and h._n_wires != n:
         raise ValueError(f"{what}: the Hamiltonian{where} is declared on {h._n_wires} wires but the state "

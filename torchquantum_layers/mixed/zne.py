@@ -40,7 +40,7 @@ EXTRAPOLATIONS = ("richardson", "linear", "polynomial", "exponential")
 
 
 def _scale(value, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+    if isinstance(value, bool) or not hasattr(value, "__float__"):
         raise TypeError(f"{what}: a scale factor must be a real number >= 1, got {value!r}")
     v = float(value)
     if not math.isfinite(v) or v < 1:
@@ -52,9 +52,8 @@ def _inverse(op: Op) -> Op:
     return Op(op.gate, op.wires, op.angles, op.data_key, not op.adjoint)
 
 
-def _fold_counts(d: int, scale: float, method: str, seed: int) -> list:
-    """Folds per gate (G → G (G† G)^k) for the methods that fold gate by gate."""
-    k, r = divmod(math.floor(d * (scale - 1) / 2 + 0.5), d)
+def _fold_counts(d: int, k: int, r: int, method: str, seed: int) -> list:
+    """Folds per gate (G → G (G† G)^k, r of them once more) for the methods that fold gate by gate."""
     extra = range(r) if method == "left" else random.Random(seed).sample(range(d), r)
     counts = [k] * d
     for i in extra:
@@ -77,24 +76,23 @@ def fold_gates(circuit, scale: float, method: str = "global", seed: int = 0):
     if d == 0:
         raise ValueError(f"{what}: the circuit has no gates to fold")
     instructions = list(getattr(circuit, "instructions", ()) or ())
+    folds = math.floor(d * (scale - 1) / 2 + 0.5)
+    k, r = divmod(folds, d)
     if method == "global":
         inside = [inst for pos, inst in instructions if 0 < pos < d]
         if inside:
             raise ValueError(f"{what}: global folding runs the circuit backwards, which {inside[0]!r} between its "
                              f"gates cannot; use method='left' or 'random'")
-        k, r = divmod(math.floor(d * (scale - 1) / 2 + 0.5), d)
         backwards = [_inverse(op) for op in reversed(ops)]
         new_ops = ops + (backwards + ops) * k + (backwards[:r] + ops[d - r:] if r else [])
         at = {0: 0, d: len(new_ops)}
-        folds = k * d + r
     else:
-        counts = _fold_counts(d, scale, method, seed)
+        counts = _fold_counts(d, k, r, method, seed)
         new_ops, at = [], {}
         for i, (op, c) in enumerate(zip(ops, counts)):
             at[i] = len(new_ops)
             new_ops += [op] + [_inverse(op), op] * c
         at[d] = len(new_ops)
-        folds = sum(counts)
     mixed = isinstance(circuit, MixedCircuit)
     out = circuit._sharing(new_ops, cls=MixedCircuit if mixed else None)
     if mixed:
@@ -113,15 +111,14 @@ _FOLDED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 def _folded(circuit, scale, method, seed):
     """fold_gates, kept per circuit while its gates, instructions, weights, dtype, device, fusion
     and noise model stay (a training loop then reuses the folded circuits and their plans)."""
+    instructions = list(getattr(circuit, "instructions", ()) or ())
     key = (float(scale), method, seed, len(circuit.ops), circuit.dtype, str(circuit.device), circuit.fuse,
-           circuit.max_fused_wires)
+           circuit.max_fused_wires, tuple(pos for pos, _ in instructions))
     # held, not just their ids: compared by identity, they cannot be freed and their ids reused
-    held = (circuit.weights, getattr(circuit, "noise_model", None),
-            tuple((pos, inst) for pos, inst in (getattr(circuit, "instructions", ()) or ())))
+    held = (circuit.weights, getattr(circuit, "noise_model", None), *(inst for _, inst in instructions))
     cache = _FOLDED.setdefault(circuit, {})
     hit = cache.get(key)
-    if hit is not None and hit[1][0] is held[0] and hit[1][1] is held[1] and len(hit[1][2]) == len(held[2]) \
-            and all(a[0] == b[0] and a[1] is b[1] for a, b in zip(hit[1][2], held[2])):
+    if hit is not None and all(a is b for a, b in zip(hit[1], held)):     # same length: positions in key
         return hit[0]
     if len(cache) > 32:
         cache.clear()

@@ -35,7 +35,7 @@ from pytorch_lightning.callbacks import EarlyStopping
 import torchquantum_layers.chem as chem
 from torchquantum_layers.chem.vqe import CHEMICAL_ACCURACY, check_givens_hamiltonian, energy as _energy
 from torchquantum_layers.optim import make_optimizer, optimizer_class
-from torchquantum_layers.grad import AUTO, DIFF_METHODS, circuit_expval
+from torchquantum_layers.grad import AUTO, DIFF_METHODS, circuit_expval, resolve_diff_method
 
 from .progress import LIGHTNING_NOISE
 from .single_point import SinglePointTask
@@ -251,12 +251,12 @@ class VQETask(SinglePointTask):
         H = self.H
         if "readout" in mitigation:
             H = self.noise_model.readout.mitigated_observable(H)
-        dm = self.hparams.diff_method
-        dm = "parameter-shift" if dm == AUTO and shots is not None else ("backprop" if dm == AUTO else dm)
+        dm = resolve_diff_method(self.hparams.diff_method, self.circuit, shots=shots, density=True)
         kwargs = dict(noise_model=self.noise_model, diff_method=dm, shots=shots, generator=generator)
         if "zne" in mitigation:
-            value = mixed.zne_expval(self.circuit, H, scale_factors=self.hparams.get("zne_scale_factors") or (1, 3, 5),
-                                     extrapolation=self.hparams.get("zne_extrapolation", "richardson"), **kwargs)
+            scales = self.hparams.get("zne_scale_factors")
+            value = mixed.zne_expval(self.circuit, H, extrapolation=self.hparams.get("zne_extrapolation", "richardson"),
+                                     **({} if scales is None else {"scale_factors": scales}), **kwargs)
         else:
             value = mixed.expval(self.circuit, H, **kwargs)
         return value.reshape(())
@@ -280,7 +280,8 @@ class VQETask(SinglePointTask):
             raise ValueError(f"{what}: zne_scale_factors / zne_extrapolation apply only with mitigation='zne'")
         if scale_factors is not None:
             _check_scales(scale_factors, f"{what}: zne_scale_factors")
-        if extrapolation not in EXTRAPOLATIONS[:2] + EXTRAPOLATIONS[3:]:
+        # not "polynomial": it needs an order, which the task does not take
+        if extrapolation not in tuple(e for e in EXTRAPOLATIONS if e != "polynomial"):
             raise ValueError(f"{what}: zne_extrapolation must be 'richardson', 'linear' or 'exponential', got "
                              f"{extrapolation!r}")
         if diff_method == "adjoint":

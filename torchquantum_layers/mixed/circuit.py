@@ -109,7 +109,6 @@ class MixedCircuit(Circuit):
 
     # -- building -----------------------------------------------------------------------------
     def _wires(self, wires, what):
-        wires = (wires,) if isinstance(wires, int) else tuple(wires)
         return check_wires(wires, self.n_wires, what)
 
     def channel(self, channel: Channel, wires) -> "MixedCircuit":
@@ -131,7 +130,7 @@ class MixedCircuit(Circuit):
         if condition is None:
             return super().add(gate, wires, *angles, **kwargs)
         gate = G.get_gate(gate)
-        wires = (wires,) if isinstance(wires, int) else tuple(wires)
+        wires = check_wires(wires, self.n_wires, gate.name)
         cond = self._condition(condition, gate, wires)
         zeros = [w for w, v in cond.items() if v == 0]
         self.instructions += [(len(self.ops), _ConditionFlip(w)) for w in zeros]

@@ -22,14 +22,13 @@ the summed loss they would).
 """
 from __future__ import annotations
 
-import math
 from typing import Callable, Union
 
 import torch
 
 from ..kernels.apply import apply_matrix_unchecked
 from ..kernels.state import check_allocation
-from ..optim import SPSA, loss_of, natural_gradient_update
+from ..optim import SPSA, _positive, loss_of, natural_gradient_update
 from .qaoa_ops import _generator
 
 __all__ = ["qaoa_metric", "QAOANaturalGradient", "MultiStartSPSA"]
@@ -82,13 +81,6 @@ def qaoa_metric(model, angles) -> torch.Tensor:
     return g.reshape(shape + (P, P))
 
 
-def _check_number(value, name, what, allow_zero=False) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{what}: {name} must be a finite number {'>= 0' if allow_zero else '> 0'}, got {value!r}")
-    return float(value)
-
-
 class QAOANaturalGradient(torch.optim.Optimizer):
     """Quantum natural gradient for a tensor of QAOA angles, every start at once.
 
@@ -118,8 +110,8 @@ class QAOANaturalGradient(torch.optim.Optimizer):
             metric = lambda a: qaoa_metric(module, a)                 # noqa: E731
         elif not callable(metric):
             raise TypeError(f"{what}: metric must be a QAOA module or a callable, got {type(metric).__name__}")
-        lr = _check_number(lr, "lr", what)
-        regularization = _check_number(regularization, "regularization", what, allow_zero=True)
+        lr = _positive(lr, "lr", what)
+        regularization = _positive(regularization, "regularization", what, allow_zero=True)
         super().__init__([angles], dict(lr=lr, regularization=regularization))
         self.metric = metric
 

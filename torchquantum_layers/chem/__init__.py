@@ -29,3 +29,6 @@ from .vqe import CHEMICAL_ACCURACY, SSVQEResult, VQEResult, energy, ssvqe, ssvqe
 __all__ += ["hf_state", "hartree_fock", "excitations", "generalized_excitations", "uccsd", "k_upccgsd",
             "hardware_efficient", "vqe", "ssvqe", "ssvqe_loss", "energy", "VQEResult", "SSVQEResult",
             "CHEMICAL_ACCURACY"]
+from .adapt import POOLS, AdaptVQEResult, PoolOperator, adapt_vqe, operator_pool, pool_gradients
+
+__all__ += ["adapt_vqe", "AdaptVQEResult", "PoolOperator", "operator_pool", "pool_gradients", "POOLS"]

@@ -74,3 +74,14 @@ def test_noisy_vqe_zne_recovers_the_energy_the_noise_hides():
     assert noisy_reported > 1.6e-3                          # the device's estimate misses chemical accuracy
     assert abs(zne_reported) < 1.6e-3 and abs(zne_reported) < noisy_reported / 10
     assert abs(noisy_angles) < 1.6e-3 and abs(zne_angles) < 1.6e-3
+
+
+def test_adapt_vqe_example_reaches_fci_and_plots_operators_on_x(tmp_path, capsys):
+    from torchquantum_layers import chem, plotting
+    results = load("adapt_vqe").main(["--molecule", "LiH_active", "--out", str(tmp_path)])
+    info = chem.load("LiH_active")[1]
+    assert {"singles_doubles", "qubit"} == set(results)
+    assert all(r.converged and abs(r.energy - info.fci_energy) < 1.6e-3 for r in results.values())
+    _figure_saved(tmp_path / "adapt_vqe_LiH_active.png", capsys.readouterr().out)
+    fig = plotting.vqe_convergence({"a": results["qubit"].energies}, info.fci_energy, xlabel="operators appended")
+    assert [ax.get_xlabel() for ax in fig.axes[:2]] == ["operators appended"] * 2

@@ -91,14 +91,16 @@ def _number(v, what: str) -> float:
 # ------------------------------------------------------------------------------------------------
 def vqe_convergence(histories: Union[Sequence[float], Mapping[str, Sequence[float]]], reference: float, *,
                     hf_energy: Optional[float] = None, accuracy: float = CHEMICAL_ACCURACY,
-                    reference_label: str = "FCI", title: Optional[str] = None, path=None):
+                    reference_label: str = "FCI", title: Optional[str] = None, path=None,
+                    xlabel: str = "optimizer step"):
     """Energy (Ha) against optimizer step, with the reference line and the ±``accuracy`` band
     (chemical accuracy, 1.6 mHa) on the left and ``|E − reference|`` in mHa on a log scale on the
     right.
 
     ``histories``: one sequence of energies (entry k after k optimizer steps, as
     ``VQETask.history`` or ``tql.chem.vqe(...).history``), or ``{label: sequence}`` for several
-    runs. ``hf_energy`` adds the Hartree–Fock line.
+    runs. ``hf_energy`` adds the Hartree–Fock line. ``xlabel`` names the x axis (e.g.
+    ``"operators appended"`` for ``adapt_vqe(...).energies``).
     """
     what = "vqe_convergence"
     require_matplotlib(what)
@@ -125,8 +127,8 @@ def vqe_convergence(histories: Union[Sequence[float], Mapping[str, Sequence[floa
         ax_err.semilogy(steps, np.maximum(np.abs(e - ref) * 1e3, 1e-9), "-", lw=1.6, label=label)
     ax_err.axhspan(1e-9, 1e3 * acc, color=_BAND, alpha=0.15)
     ax_err.axhline(1e3 * acc, color=_BAND, lw=1.2, label="chemical accuracy")
-    ax_e.set(xlabel="optimizer step", ylabel="energy (Ha)", xlim=(0, max(1, longest - 1)))
-    ax_err.set(xlabel="optimizer step", ylabel=f"|E − {reference_label}| (mHa)", xlim=(0, max(1, longest - 1)))
+    ax_e.set(xlabel=str(xlabel), ylabel="energy (Ha)", xlim=(0, max(1, longest - 1)))
+    ax_err.set(xlabel=str(xlabel), ylabel=f"|E − {reference_label}| (mHa)", xlim=(0, max(1, longest - 1)))
     lo = min(float(np.maximum(np.abs(e - ref) * 1e3, 1e-9).min()) for e in runs.values())
     ax_err.set_ylim(max(1e-9, lo / 3), None)
     ax_e.legend(fontsize=8)

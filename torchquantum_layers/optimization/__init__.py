@@ -8,6 +8,8 @@
 * :mod:`.angles` — initial angles (linear ramp, fixed angles, INTERP, random); :mod:`.training` —
   :func:`optimize`, all starts at once; :mod:`.natural_gradient` — :func:`qaoa_metric` (Fubini–Study
   metric of the angles), :class:`QAOANaturalGradient` and :class:`MultiStartSPSA` (per-start QNG / SPSA).
+* :mod:`.rqaoa` — :func:`rqaoa`, recursive QAOA (eliminate the most correlated spins round by round,
+  brute-force the rest).
 * :mod:`.graphs` — edge-list / networkx graph validation and seeded random regular graphs.
 
 Sign convention: every problem's cost is MINIMISED; maximisation objectives (cut, set weight) are
@@ -24,6 +26,7 @@ from .angles import (FIXED_ANGLES_3REGULAR, fixed_angles, interp, join_angles, l
 from .qaoa import MIXERS, QAOA, MultiStartQAOA, QAOAResult, qaoa, qaoa_circuit
 from .training import optimize
 from .natural_gradient import MultiStartSPSA, QAOANaturalGradient, qaoa_metric
+from .rqaoa import Elimination, IsingModel, RQAOAResult, rqaoa
 
 __all__ = ["Graph", "as_graph", "complete_graph", "cycle_graph", "random_regular_graph", "Problem",
            "ExactSolution", "exact_solution", "maxcut", "max_independent_set", "min_vertex_cover",
@@ -31,4 +34,5 @@ __all__ = ["Graph", "as_graph", "complete_graph", "cycle_graph", "random_regular
            "from_qubo", "from_ising", "bits_of", "index_of", "MAX_EXACT_QUBITS", "QAOA", "qaoa",
            "qaoa_circuit", "MultiStartQAOA", "QAOAResult", "linear_ramp", "fixed_angles", "interp",
            "random_angles", "perturb", "optimize", "split_angles", "join_angles", "MIXERS",
-           "FIXED_ANGLES_3REGULAR", "qaoa_metric", "QAOANaturalGradient", "MultiStartSPSA"]
+           "FIXED_ANGLES_3REGULAR", "qaoa_metric", "QAOANaturalGradient", "MultiStartSPSA",
+           "rqaoa", "RQAOAResult", "Elimination", "IsingModel"]

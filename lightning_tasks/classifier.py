@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence, Union
 
+import numpy as np
 import pytorch_lightning as pl
 import torch
 import torch.nn.functional as F
@@ -139,7 +140,14 @@ class HybridClassifier(pl.LightningModule):
                  scheduler_kwargs: Optional[dict] = None, scheduler_interval: str = "epoch",
                  scheduler_monitor: str = "val_loss"):
         super().__init__()
+        # NumPy numbers as plain ones before they are saved: a NumPy scalar in the hyperparameters
+        # keeps the checkpoint from loading with torch.load(weights_only=True)
+        lr, logit_scale = (v.item() if isinstance(v, np.generic) else v for v in (lr, logit_scale))
         self.save_hyperparameters()
+        for name, v in (("n_features", n_features), ("n_classes", n_classes)):
+            if v is None:
+                raise TypeError(f"HybridClassifier: {name} is required (from the command line, --data fills it: "
+                                f"e.g. --data CirclesDataModule), got None")
         for name, v, lo in (("n_features", n_features, 1), ("n_classes", n_classes, 2),
                             ("n_qubits", n_qubits, 1), ("pre_net_hidden", pre_net_hidden, 1)):
             if isinstance(v, bool) or not isinstance(v, int):

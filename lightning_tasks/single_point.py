@@ -8,11 +8,34 @@ not followed by a second evaluation of the same angles and checkpoints resume as
 """
 from __future__ import annotations
 
+import numpy as np
 import pytorch_lightning as pl
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-__all__ = ["SinglePointTask"]
+__all__ = ["SinglePointTask", "plain_hparam"]
+
+
+def plain_hparam(value, what: str):
+    """``value`` as plain Python data: NumPy scalars and 0-d tensors → numbers, tuples and arrays →
+    lists, recursively through lists and str-keyed dicts. Hyperparameters must be such values: a
+    checkpoint then loads with ``torch.load(weights_only=True)`` and a config round-trips through
+    YAML. Anything else is a TypeError naming ``what`` (e.g. ``"VQETask: noise"``)."""
+    if isinstance(value, np.generic) or (isinstance(value, torch.Tensor) and value.dim() == 0):
+        return value.item()           # before the float test: np.float64 is a float subclass
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (np.ndarray, torch.Tensor)):
+        return plain_hparam(value.tolist(), what)
+    if isinstance(value, (list, tuple)):
+        return [plain_hparam(v, what) for v in value]
+    if isinstance(value, dict):
+        bad = [k for k in value if not isinstance(k, str)]
+        if bad:
+            raise TypeError(f"{what}: mapping keys must be strings, got {bad[0]!r}")
+        return {k: plain_hparam(v, f"{what}[{k!r}]") for k, v in value.items()}
+    raise TypeError(f"{what}: expected plain data (numbers, strings, lists, dicts), got {type(value).__name__}; "
+                    f"a task's arguments are saved in checkpoints and configs")
 
 
 class SinglePointTask(pl.LightningModule):

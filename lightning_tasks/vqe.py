@@ -38,7 +38,7 @@ from torchquantum_layers.optim import make_optimizer, optimizer_class
 from torchquantum_layers.grad import AUTO, DIFF_METHODS, circuit_expval, resolve_diff_method
 
 from .progress import LIGHTNING_NOISE
-from .single_point import SinglePointTask
+from .single_point import SinglePointTask, plain_hparam
 
 __all__ = ["VQETask", "ChemicalAccuracyStopping", "fit_vqe", "pes_scan", "ANSATZE", "OPTIMIZERS",
            "CHEMICAL_ACCURACY_MHA"]
@@ -75,7 +75,8 @@ class VQETask(SinglePointTask):
             ``"uccsd"``; ``seed`` with ``"uccsd"`` and no ``shots``) must keep its default: a
             ValueError says so instead of ignoring it.
         optimizer, lr: ``"adam"`` (default lr 0.1), ``"sgd"``, ``"lbfgs"`` (Lightning's closure
-            drives its line search), ``"qng"`` (quantum natural gradient with the ansatz's metric),
+            drives its line search), ``"qng"`` (quantum natural gradient with the ansatz's metric,
+            that of a pure state: refused with ``noise``),
             ``"spsa"`` (two energies per step, no gradient; the task then steps it itself, as
             Lightning's manual optimisation), or another ``torch.optim`` class name.
         diff_method: ``"auto"`` (default: backprop while its stored states fit in
@@ -91,7 +92,8 @@ class VQETask(SinglePointTask):
             ``error_mha``, ``best_energy`` and ``validate``/``test``/``predict`` stay exact.
         dtype: ``"complex128"`` (default) or ``"complex64"``.
         init_weights: starting angles (a list of floats), e.g. from a neighbouring geometry.
-        noise: ``None`` (default: a pure state), or a noise model as plain data
+        noise: ``None`` (default: a pure state), or a noise model as plain data (a dict; a
+            ``NoiseModel`` object is refused, as it could not be saved in a checkpoint or config)
             (:mod:`lightning_tasks.noise_spec`: channels after gates, readout errors): the energy
             is then ``Tr(ρ H)`` on density matrices, read through the readout errors, as a device
             would report it; gradients by backprop (``"auto"``) or parameter-shift, not adjoint.
@@ -140,9 +142,25 @@ class VQETask(SinglePointTask):
                              f"{diff_method!r} gradient; use diff_method='auto' (parameter-shift with shots) or "
                              f"'parameter-shift', or a gradient-free optimizer='spsa'")
         self._check_unused_options(ansatz, n_layers=n_layers, seed=seed, shots=shots)
+        if noise is not None and not isinstance(noise, dict):
+            # a NoiseModel object would be pickled into the hyperparameters: the checkpoint would no
+            # longer load with torch.load(weights_only=True), nor the config round-trip through YAML
+            raise TypeError(f"VQETask: noise must be a noise spec (a dict of plain values, see "
+                            f"lightning_tasks.noise_spec), got {type(noise).__name__}: the task saves its arguments "
+                            f"in checkpoints and configs")
         self.noise_model = self._check_noise(noise, mitigation, zne_scale_factors, zne_extrapolation, diff_method)
+        if noise is not None and optimizer.lower() == "qng":
+            raise ValueError("VQETask: optimizer='qng' with noise=...: QNG solves with the Fubini–Study metric of the "
+                             "pure state, not the metric of the noisy density matrix being optimised; use "
+                             "optimizer='adam', 'sgd', 'lbfgs' or 'spsa' with noise, or qng without it")
+        # plain Python values: numpy scalars or tuples would not load with torch.load(weights_only=True)
+        # or not round-trip through a YAML config
         geometry = _plain_geometry(geometry)
         bond_length = None if bond_length is None else float(bond_length)
+        lr = None if lr is None else float(lr)
+        noise = plain_hparam(noise, "VQETask: noise")
+        zne_scale_factors = plain_hparam(zne_scale_factors, "VQETask: zne_scale_factors")
+        active_orbitals = plain_hparam(active_orbitals, "VQETask: active_orbitals")
         self.save_hyperparameters(ignore=["init_weights"])     # plain values only (weights_only=True loads)
 
         self.H, self.info = self._hamiltonian(molecule, bond_length, geometry, basis, charge, multiplicity,
@@ -171,7 +189,7 @@ class VQETask(SinglePointTask):
         # SPSA's closure may only evaluate the energy, which Lightning's automatic closure does not
         self.automatic_optimization = optimizer.lower() != "spsa"
         self._seen_step = -1
-        self._best = None                  # (energy, angles) of the lowest energy logged in this process
+        self._best = None                  # (energy, angles) of the lowest energy logged (checkpointed)
         self._generator = None             # (step, torch.Generator) of the shot samples
 
     # -- construction -----------------------------------------------------------------------------
@@ -331,10 +349,25 @@ class VQETask(SinglePointTask):
         return make_optimizer(self.hparams.optimizer, self.parameters(), self.hparams.lr, circuit=self.circuit)
 
     def on_save_checkpoint(self, checkpoint) -> None:
+        # plain floats and a CPU tensor: the checkpoint loads with torch.load(weights_only=True)
         checkpoint["vqe_history"] = [float(v) for v in self.history]
+        if self._best is not None:
+            checkpoint["vqe_best_energy"] = float(self._best[0])
+            checkpoint["vqe_best_weights"] = self._best[1].detach().cpu().clone()
 
     def on_load_checkpoint(self, checkpoint) -> None:
         self.history = [float(v) for v in checkpoint.get("vqe_history", [])]
+        weights = checkpoint.get("vqe_best_weights")
+        if weights is None:
+            # a checkpoint written before the best angles were saved: without them, forget the
+            # best of this process rather than report one of another run
+            self._best = None
+            return
+        if not isinstance(weights, torch.Tensor) or weights.shape != self.circuit.weights.shape:
+            raise ValueError(f"VQETask: the checkpoint's vqe_best_weights must be a tensor of shape "
+                             f"{tuple(self.circuit.weights.shape)} (this task's angles), got "
+                             f"{tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__}")
+        self._best = (float(checkpoint["vqe_best_energy"]), weights.to(self.circuit.weights.dtype))
 
     def on_train_start(self) -> None:
         # a resumed run starts at the saved step: drop history entries the checkpoint did not reach
@@ -370,7 +403,8 @@ class VQETask(SinglePointTask):
         if not self._reports_estimates():
             return self._best[0]
         with torch.no_grad():
-            return float(circuit_expval(self.circuit, self.H, weights=self._best[1]).reshape(()))
+            weights = self._best[1].to(self.circuit.weights.device)   # a checkpoint's are on the CPU
+            return float(circuit_expval(self.circuit, self.H, weights=weights).reshape(()))
 
     def restore_best(self) -> bool:
         """Put back the angles of the lowest logged energy if they beat the current ones (the last
@@ -412,12 +446,25 @@ class VQETask(SinglePointTask):
 class ChemicalAccuracyStopping(EarlyStopping):
     """Stop once ``error_mha`` < ``threshold_mha`` (chemical accuracy, 1.6 mHa), or when it has not
     improved by ``min_delta`` mHa for ``patience`` steps (converged, e.g. an ansatz that cannot
-    reach FCI)."""
+    reach FCI).
+
+    The check runs at the end of every optimizer step (a VQE epoch is one step), before the
+    checkpoint callbacks of that step: a checkpoint taken every N steps holds the stopping state
+    of its last step, and a resumed run stops where an uninterrupted one does (checked at epoch
+    end, a step-end checkpoint missed the last check, which a resumed run never made)."""
 
     def __init__(self, patience: int = 20, min_delta: float = 1e-3, threshold_mha: float = CHEMICAL_ACCURACY_MHA,
                  verbose: bool = False):
         super().__init__(monitor="error_mha", mode="min", patience=patience, min_delta=min_delta,
                          stopping_threshold=threshold_mha, check_on_train_epoch_end=True, verbose=verbose)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        pass                               # checked at the end of the step instead
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if trainer.state.fn != "fit" or trainer.sanity_checking:
+            return
+        self._run_early_stopping_check(trainer)
 
 
 def make_trainer(max_steps: int = 100, callbacks: Optional[list] = None, logger=False,

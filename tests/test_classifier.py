@@ -369,3 +369,21 @@ def test_lightning_classifier_example_runs():
     out = ex.main("circles", max_epochs=2, verbose=False,
                   data_kwargs={"n_train": 40, "n_val": 20, "n_test": 20})
     assert 0 <= out["test_acc"] <= 1 and out["epochs"] == 2
+
+
+def test_numpy_numbers_and_missing_sizes(tmp_path):
+    """lr=np.float64(...) was saved as a NumPy scalar: the checkpoint failed
+    torch.load(weights_only=True). n_features=None (the CLI without --data) said only "must be an int"."""
+    dm = CirclesDataModule(n_train=8, n_val=4, n_test=4, batch_size=4, seed=2)
+    model = HybridClassifier(2, 2, n_qubits=2, n_layers=1, lr=np.float64(0.05),
+                             logit_scale=np.float32(2.0))
+    t = trainer(1)
+    t.fit(model, datamodule=dm)
+    t.save_checkpoint(tmp_path / "np.ckpt")
+    hp = torch.load(tmp_path / "np.ckpt", weights_only=True)["hyper_parameters"]
+    assert type(hp["lr"]) is float and hp["lr"] == 0.05 and type(hp["logit_scale"]) is float
+    assert t.optimizers[0].param_groups[0]["lr"] == 0.05
+    for kwargs, name in ((dict(n_features=None, n_classes=2), "n_features"), (dict(n_features=2, n_classes=None),
+                                                                                 "n_classes")):
+        with pytest.raises(TypeError, match=rf"{name} is required .*--data fills it.*got None"):
+            HybridClassifier(**kwargs)

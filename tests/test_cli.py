@@ -255,3 +255,96 @@ def test_validate_and_test_metrics_are_those_of_the_checkpoint(tmp_path):
         assert energy == pytest.approx(logged, abs=1e-6)
         assert float(row[f"{prefix}_error_mha"]) == pytest.approx(abs(energy - FCI_H2) * 1e3, abs=0.01)
         assert float(row[f"{prefix}_chemical_accuracy"]) == float(abs(energy - FCI_H2) * 1e3 < 1.6)
+
+
+# ------------------------------------------------------------------------------------------------
+# --ckpt_path of another task, of a plain Trainer, with clashing arguments; --data
+def _console(monkeypatch, capsys, argv):
+    """Run `tql argv` as the console script; (exit status, stderr)."""
+    import lightning_tasks.cli as cli
+    monkeypatch.setattr(cli, "keep_freed_memory", lambda: None)
+    monkeypatch.setattr(sys, "argv", ["tql"] + argv)
+    with pytest.raises(SystemExit) as exc:
+        main()
+    return exc.value.code, capsys.readouterr().err
+
+
+def _qaoa_checkpoint(root):
+    main(["fit", "--model", "QAOATask", "--model.p", "1", "--model.n_starts", "2", "--trainer.max_steps", "1",
+          "--trainer.default_root_dir", str(root)] + QUICK)
+    return root / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt"
+
+
+def test_checkpoint_of_another_task_is_refused_naming_both(tmp_path, monkeypatch, capsys):
+    """LightningCLI reads the checkpoint's class path into the model config: a QAOATask checkpoint
+    given to the VQE config silently trained a QAOATask (then failed: the config's
+    ChemicalAccuracyStopping found no error_mha)."""
+    ckpt = _qaoa_checkpoint(tmp_path / "q")
+    vqe = ["--config", str(ROOT / "examples" / "configs" / "vqe_h2.yaml"), "--trainer.max_steps", "2",
+           "--trainer.default_root_dir", str(tmp_path / "v")]
+    want = r"--ckpt_path: .* is a checkpoint of QAOATask, but the model is VQETask"
+    for command in ("fit", "validate"):
+        with pytest.raises(ValueError, match=want):
+            main([command] + vqe + ["--ckpt_path", str(ckpt)] + QUICK)
+    code, err = _console(monkeypatch, capsys, ["fit"] + vqe + ["--ckpt_path", str(ckpt)] + QUICK)
+    lines = [ln for ln in err.splitlines() if ln.startswith("tql: error")]
+    assert code == 2 and len(lines) == 1 and "QAOATask" in lines[0] and "VQETask" in lines[0], err
+    assert "Traceback" not in err
+    assert not (tmp_path / "v" / "lightning_logs").exists()          # refused before anything ran
+    # a checkpoint written outside the CLI (no class path in it) is recognised by its arguments
+    from lightning_tasks.vqe import VQETask, make_trainer
+    trainer = make_trainer(max_steps=1)
+    trainer.fit(VQETask("H2"))
+    trainer.save_checkpoint(tmp_path / "vqe.ckpt")
+    with pytest.raises(ValueError, match=r"is a checkpoint of VQETask, but the model is QAOATask"):
+        main(["fit", "--model", "QAOATask", "--ckpt_path", str(tmp_path / "vqe.ckpt")] + QUICK)
+    (tmp_path / "junk.ckpt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match=r"junk.ckpt' does not load with torch.load\(weights_only=True\)"):
+        main(["fit", "--model", "VQETask", "--ckpt_path", str(tmp_path / "junk.ckpt")] + QUICK)
+
+
+def test_plain_trainer_checkpoint_resumes_through_the_cli(tmp_path):
+    """A checkpoint of a plain Trainer (fit_vqe, the Python API) has no class path: LightningCLI
+    failed with "Parser key model". It resumes now, with the checkpoint's own arguments."""
+    from lightning_tasks.vqe import VQETask, make_trainer
+    trainer = make_trainer(max_steps=2)
+    task = VQETask("H2", lr=0.05)
+    trainer.fit(task)
+    trainer.save_checkpoint(tmp_path / "plain.ckpt")
+    main(["fit", "--model", "VQETask", "--trainer.max_steps", "4", "--ckpt_path", str(tmp_path / "plain.ckpt"),
+          "--trainer.default_root_dir", str(tmp_path)] + QUICK)
+    rows = metrics(tmp_path)
+    straight = VQETask("H2", lr=0.05)
+    make_trainer(max_steps=4).fit(straight)
+    assert [int(r["step"]) for r in rows] == [2, 3]
+    for r, want in zip(rows, straight.history[2:]):
+        assert float(r["energy"]) == pytest.approx(want, abs=1e-12)   # the saved lr=0.05, not the default
+
+
+def test_arguments_that_clash_with_the_checkpoint_are_refused(tmp_path, monkeypatch, capsys):
+    """The checkpoint's hyperparameters replaced the model arguments silently: --model.init_args.lr
+    0.5 (or another molecule) with --ckpt_path was accepted and ignored."""
+    cfg = ["--config", str(ROOT / "examples" / "configs" / "vqe_h2.yaml")]
+    main(["fit"] + cfg + ["--trainer.max_steps", "1", "--trainer.default_root_dir", str(tmp_path)] + QUICK)
+    ckpt = str(tmp_path / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt")
+    with pytest.raises(ValueError, match=r"has lr=0.1, but the config / command line gives lr=0.5.*drop this option"):
+        main(["fit"] + cfg + ["--model.init_args.lr", "0.5", "--ckpt_path", ckpt] + QUICK)
+    code, err = _console(monkeypatch, capsys, ["validate"] + cfg + ["--model.init_args.molecule", "LiH",
+                                                                    "--ckpt_path", ckpt] + QUICK)
+    assert code == 2 and "molecule='H2'" in err and "molecule='LiH'" in err and "Traceback" not in err, err
+
+
+def test_classifier_without_data_and_tasks_with_data_say_what_to_pass(tmp_path, monkeypatch, capsys):
+    """`tql fit --model HybridClassifier` said "n_features must be an int, got None"; with
+    n_features given it ended in Lightning's "train_dataloader must be implemented" traceback."""
+    root = ["--trainer.default_root_dir", str(tmp_path), "--trainer.max_steps", "1"] + QUICK
+    for command, extra in (("fit", []), ("fit", ["--model.n_features", "2", "--model.n_classes", "2"]),
+                           ("test", ["--model.n_features", "2", "--model.n_classes", "2"])):
+        code, err = _console(monkeypatch, capsys, [command, "--model", "HybridClassifier"] + extra + root)
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        assert code == 2 and len(lines) == 1, err
+        assert lines[0].startswith("tql: error: --data: HybridClassifier has no data of its own; pass a data "
+                                   "module, e.g. --data CirclesDataModule"), lines[0]
+    # VQETask / QAOATask serve their own one-element dataset: a data module's batches became steps
+    with pytest.raises(ValueError, match=r"--data: VQETask serves its own one-element dataset .* drop --data"):
+        main(["fit", "--model", "VQETask", "--data", "CirclesDataModule"] + root)

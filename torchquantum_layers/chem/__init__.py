@@ -32,3 +32,6 @@ __all__ += ["hf_state", "hartree_fock", "excitations", "generalized_excitations"
 from .adapt import POOLS, AdaptVQEResult, PoolOperator, adapt_vqe, operator_pool, pool_gradients
 
 __all__ += ["adapt_vqe", "AdaptVQEResult", "PoolOperator", "operator_pool", "pool_gradients", "POOLS"]
+from .tapering import Z2Tapering, z2_symmetries, z2_taper, z2_tapering
+
+__all__ += ["z2_symmetries", "z2_tapering", "z2_taper", "Z2Tapering"]

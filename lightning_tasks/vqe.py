@@ -37,13 +37,14 @@ from torchquantum_layers.chem.vqe import CHEMICAL_ACCURACY, check_givens_hamilto
 from torchquantum_layers.optim import make_optimizer, optimizer_class
 from torchquantum_layers.grad import AUTO, DIFF_METHODS, circuit_expval, resolve_diff_method
 
+from .adapt_growth import AdaptGrowth, _finite_tol, grow_optimizer_state, pad_weights
 from .progress import LIGHTNING_NOISE
 from .single_point import SinglePointTask, plain_hparam
 
 __all__ = ["VQETask", "ChemicalAccuracyStopping", "fit_vqe", "pes_scan", "ANSATZE", "OPTIMIZERS",
            "CHEMICAL_ACCURACY_MHA"]
 
-ANSATZE = ("uccsd", "hardware_efficient")
+ANSATZE = ("uccsd", "hardware_efficient", "adapt")
 OPTIMIZERS = ("adam", "sgd", "lbfgs", "qng", "spsa")
 CHEMICAL_ACCURACY_MHA = 1e3 * CHEMICAL_ACCURACY          # 1.6 mHa
 _DTYPES = {"complex128": torch.complex128, "complex64": torch.complex64,
@@ -71,7 +72,12 @@ class VQETask(SinglePointTask):
             Hamiltonian with PySCF (``tql.chem.Molecule`` + ``molecular_hamiltonian``) instead.
         ansatz: ``"uccsd"`` (HF + Givens excitations, angles 0; needs a Jordan–Wigner Hamiltonian)
             or ``"hardware_efficient"`` (``n_layers`` RY/CNOT layers starting at HF, small random
-            angles from ``seed``). An option the chosen ansatz does not use (``n_layers`` with
+            angles from ``seed``) or ``"adapt"`` (ADAPT-VQE: from HF with no angle, the operator of
+            ``pool`` with the largest energy gradient is appended whenever the current ones are
+            optimised — the last step changed the energy by less than ``adapt_tol`` Ha — or have had
+            ``adapt_steps`` steps; the run stops once the pool gradient's norm is below
+            ``adapt_grad_tol`` or ``adapt_max_operators`` are in; see :mod:`lightning_tasks.adapt_growth`;
+            exact energies only: no ``shots`` or ``noise``). An option the chosen ansatz does not use (``n_layers`` with
             ``"uccsd"``; ``seed`` with ``"uccsd"`` and no ``shots``) must keep its default: a
             ValueError says so instead of ignoring it.
         optimizer, lr: ``"adam"`` (default lr 0.1), ``"sgd"``, ``"lbfgs"`` (Lightning's closure
@@ -91,6 +97,9 @@ class VQETask(SinglePointTask):
             ``energy`` / ``error_mha`` and ``history`` are then estimates; ``final_energy()``,
             ``error_mha``, ``best_energy`` and ``validate``/``test``/``predict`` stay exact.
         dtype: ``"complex128"`` (default) or ``"complex64"``.
+        taper: remove the qubits of the Hamiltonian's Z2 symmetries (``tql.chem.z2_taper``, in the
+            Hartree–Fock sector: LiH 12 → 8 qubits, same FCI energy); needs
+            ``ansatz="hardware_efficient"`` (excitations are no moves in the tapered frame).
         init_weights: starting angles (a list of floats), e.g. from a neighbouring geometry.
         noise: ``None`` (default: a pure state), or a noise model as plain data (a dict; a
             ``NoiseModel`` object is refused, as it could not be saved in a checkpoint or config)
@@ -113,7 +122,9 @@ class VQETask(SinglePointTask):
                  optimizer: str = "adam", lr: Optional[float] = None, diff_method: str = "auto",
                  dtype: str = "complex128", seed: int = 0, init_weights: Optional[list] = None,
                  shots: Optional[int] = None, noise: Optional[dict] = None, mitigation: Optional[str] = None,
-                 zne_scale_factors: Optional[list] = None, zne_extrapolation: str = "richardson"):
+                 zne_scale_factors: Optional[list] = None, zne_extrapolation: str = "richardson",
+                 pool: str = "singles_doubles", adapt_grad_tol: float = 1e-3, adapt_steps: int = 30,
+                 adapt_tol: float = 1e-7, adapt_max_operators: Optional[int] = None, taper: bool = False):
         super().__init__()
         # validate everything cheap before building anything
         if not isinstance(ansatz, str) or ansatz.lower().replace("-", "_") not in ANSATZE:
@@ -141,7 +152,18 @@ class VQETask(SinglePointTask):
             raise ValueError(f"VQETask: with shots={shots} the energy is an estimate from samples, which has no "
                              f"{diff_method!r} gradient; use diff_method='auto' (parameter-shift with shots) or "
                              f"'parameter-shift', or a gradient-free optimizer='spsa'")
-        self._check_unused_options(ansatz, n_layers=n_layers, seed=seed, shots=shots)
+        self._check_unused_options(ansatz, n_layers=n_layers, seed=seed, shots=shots, pool=pool,
+                                   adapt_grad_tol=adapt_grad_tol, adapt_steps=adapt_steps, adapt_tol=adapt_tol,
+                                   adapt_max_operators=adapt_max_operators)
+        if ansatz == "adapt":
+            self._check_adapt(pool, adapt_grad_tol, adapt_steps, adapt_tol, adapt_max_operators, shots, noise,
+                              init_weights)
+        if not isinstance(taper, bool):
+            raise ValueError(f"VQETask: taper must be True or False, got {taper!r}")
+        if taper and ansatz != "hardware_efficient":
+            raise ValueError(f"VQETask: taper=True needs ansatz='hardware_efficient': the Givens excitations of "
+                             f"ansatz={ansatz!r} move electrons between the spin orbitals of the full register, "
+                             f"which the tapered qubits no longer are")
         if noise is not None and not isinstance(noise, dict):
             # a NoiseModel object would be pickled into the hyperparameters: the checkpoint would no
             # longer load with torch.load(weights_only=True), nor the config round-trip through YAML
@@ -170,18 +192,30 @@ class VQETask(SinglePointTask):
         self.fci_energy = float(self.info.fci_energy)
         self.hf_energy = float(self.info.hf_energy)
         n, ne, cdtype = self.info.n_qubits, self.info.n_electrons, _DTYPES[dtype]
-        if ansatz == "uccsd":
+        self.reference = tuple(self.info.hf_state)       # the HF bits of the register the circuit acts on
+        self.tapering = None
+        if taper:
+            self.H, self.tapering = chem.z2_taper(self.H, reference=self.reference)
+            self.reference = self.tapering.reference_bits(self.reference)
+            n = self.tapering.n_tapered_qubits
+        self._adapt = None
+        if ansatz in ("uccsd", "adapt"):
             if self.info.mapping != "jordan_wigner":
-                raise ValueError(f"VQETask: ansatz='uccsd' needs a Jordan–Wigner Hamiltonian, but {self.info.name} is "
+                raise ValueError(f"VQETask: ansatz={ansatz!r} needs a Jordan–Wigner Hamiltonian, but {self.info.name} is "
                                  f"mapped with {self.info.mapping!r}: there its Givens excitations do not move "
                                  f"electrons between spin orbitals (nor conserve their number); use "
                                  f"ansatz='hardware_efficient' or a Jordan–Wigner Hamiltonian")
-            self.circuit = chem.uccsd(n, ne, reference=tuple(self.info.hf_state), dtype=cdtype)
+        if ansatz == "uccsd":
+            self.circuit = chem.uccsd(n, ne, reference=self.reference, dtype=cdtype)
             check_givens_hamiltonian(self.circuit, self.H, "VQETask")
+        elif ansatz == "adapt":
+            self.circuit = chem.hartree_fock(n, state=self.reference, dtype=cdtype)
+            self._adapt = AdaptGrowth(self.circuit, self.H, ne, self.reference, pool, adapt_grad_tol, adapt_steps,
+                                      adapt_tol, adapt_max_operators)
         else:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
-                self.circuit = chem.hardware_efficient(n, n_layers, reference=tuple(self.info.hf_state),
+                self.circuit = chem.hardware_efficient(n, n_layers, reference=self.reference,
                                                        dtype=cdtype)
         if init_weights is not None:
             self.set_weights(init_weights)
@@ -197,17 +231,38 @@ class VQETask(SinglePointTask):
     def _check_unused_options(ansatz, **given) -> None:
         """An option the chosen ansatz does not use must keep its default (it was ignored silently)."""
         defaults = {k: p.default for k, p in inspect.signature(VQETask.__init__).parameters.items()}
+        adapt_options = ("pool", "adapt_grad_tol", "adapt_steps", "adapt_tol", "adapt_max_operators")
         uses = {"n_layers": ansatz == "hardware_efficient",
-                "seed": ansatz == "hardware_efficient" or given["shots"] is not None}
+                "seed": ansatz == "hardware_efficient" or given["shots"] is not None,
+                **{k: ansatz == "adapt" for k in adapt_options}}
         why = {"n_layers": "only ansatz='hardware_efficient' has layers",
-               "seed": "it seeds ansatz='hardware_efficient''s initial angles and the samples of shots=N"}
-        bad = [k for k in ("n_layers", "seed") if not uses[k] and given[k] != defaults[k]]
+               "seed": "it seeds ansatz='hardware_efficient''s initial angles and the samples of shots=N",
+               **{k: "it steers ansatz='adapt''s growth" for k in adapt_options}}
+        bad = [k for k in ("n_layers", "seed") + adapt_options if not uses[k] and given[k] != defaults[k]]
         if bad:
             opts = ", ".join(f"{k}={given[k]!r}" for k in bad)
             raise ValueError(f"VQETask: {opts} {'is' if len(bad) == 1 else 'are'} not used by ansatz={ansatz!r}"
                              f"{'' if given['shots'] is not None else ' without shots'} ("
                              f"{'; '.join(why[k] for k in bad)}); leave "
                              f"{', '.join(f'{k}={defaults[k]!r}' for k in bad)} (the default)")
+
+    @staticmethod
+    def _check_adapt(pool, grad_tol, steps, tol, max_operators, shots, noise, init_weights) -> None:
+        if not isinstance(pool, str) or pool not in chem.POOLS:
+            raise ValueError(f"VQETask: pool must be one of {', '.join(chem.POOLS)}, got {pool!r}")
+        _finite_tol(grad_tol, "adapt_grad_tol")
+        _finite_tol(tol, "adapt_tol")
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"VQETask: adapt_steps must be a positive int, got {steps!r}")
+        if max_operators is not None and (isinstance(max_operators, bool) or not isinstance(max_operators, int)
+                                          or max_operators < 1):
+            raise ValueError(f"VQETask: adapt_max_operators must be a positive int or None, got {max_operators!r}")
+        if shots is not None or noise is not None:
+            raise ValueError("VQETask: ansatz='adapt' screens its pool with exact energy gradients of the pure state; "
+                             "it does not take shots= or noise= (use ansatz='uccsd' or 'hardware_efficient' there)")
+        if init_weights is not None:
+            raise ValueError("VQETask: ansatz='adapt' starts with no angle (its operators are chosen as it trains); "
+                             "init_weights does not apply: resume from a checkpoint instead")
 
     @staticmethod
     def _hamiltonian(molecule, bond_length, geometry, basis, charge, multiplicity, active_electrons,
@@ -320,7 +375,29 @@ class VQETask(SinglePointTask):
             self._generator = (step, gen)
         return self._generator[1]
 
+    def on_train_batch_start(self, batch, batch_idx):
+        # before the optimizer step (L-BFGS evaluates its closure several times inside it)
+        if self._adapt is not None and self._adapt.due(self.global_step, self.history):
+            self.grow_adapt()
+
+    def grow_adapt(self) -> bool:
+        """ADAPT: screen the pool and append its best operator (True), or mark convergence and stop
+        the run (False); the best-so-far angles and the optimizers' state follow the new angle."""
+        index = self._adapt.screen()
+        if index is None:
+            if self._trainer is not None:
+                self.trainer.should_stop = True        # converged: this step still runs, at the optimum
+            return False
+        self._adapt.append(index, self.global_step)
+        if self._best is not None:
+            self._best = (self._best[0], pad_weights(self._best[1], self.circuit.num_parameters))
+        for o in (self.trainer.optimizers if self._trainer is not None else []):
+            grow_optimizer_state(o, self.circuit.weights)
+        return True
+
     def training_step(self, batch, batch_idx):
+        if self.circuit.num_parameters == 0:            # ADAPT converged at Hartree–Fock: nothing to train
+            return None
         if not self.automatic_optimization:
             with torch.no_grad():
                 e = self()
@@ -340,6 +417,11 @@ class VQETask(SinglePointTask):
                      prog_bar=True, batch_size=1)
             self.log("chemical_accuracy", float(err < CHEMICAL_ACCURACY_MHA), on_step=True, on_epoch=False,
                      batch_size=1)
+            if self._adapt is not None:
+                self.log("adapt_operators", float(len(self._adapt.chosen)), on_step=True, on_epoch=False,
+                         batch_size=1)
+                self.log("adapt_gradient_norm", torch.tensor(self._adapt.gradient_norms[-1], dtype=torch.float64),
+                         on_step=True, on_epoch=False, batch_size=1)
         if not self.automatic_optimization:
             self.optimizers().step(closure=self)
             return None
@@ -351,12 +433,17 @@ class VQETask(SinglePointTask):
     def on_save_checkpoint(self, checkpoint) -> None:
         # plain floats and a CPU tensor: the checkpoint loads with torch.load(weights_only=True)
         checkpoint["vqe_history"] = [float(v) for v in self.history]
+        if self._adapt is not None:
+            checkpoint["vqe_adapt"] = self._adapt.state()
         if self._best is not None:
             checkpoint["vqe_best_energy"] = float(self._best[0])
             checkpoint["vqe_best_weights"] = self._best[1].detach().cpu().clone()
 
     def on_load_checkpoint(self, checkpoint) -> None:
         self.history = [float(v) for v in checkpoint.get("vqe_history", [])]
+        if self._adapt is not None:
+            # grow the circuit to the saved operators before the weights of that shape load
+            self._adapt.load(checkpoint.get("vqe_adapt", {}))
         weights = checkpoint.get("vqe_best_weights")
         if weights is None:
             # a checkpoint written before the best angles were saved: without them, forget the
@@ -384,7 +471,19 @@ class VQETask(SinglePointTask):
         if self.noise_model is not None:
             with torch.no_grad():
                 out["reported_energy"] = float(self.reported_energy())
+        if self._adapt is not None:
+            out["adapt_operators"] = float(len(self._adapt.chosen))
         return out
+
+    @property
+    def adapt_operators(self) -> list:
+        """ADAPT: the labels of the operators appended so far, in order (``[]`` for other ansätze)."""
+        return [] if self._adapt is None else self._adapt.labels
+
+    @property
+    def adapt_converged(self) -> bool:
+        """ADAPT: the pool gradient's norm fell below ``adapt_grad_tol`` (or the operator cap was reached)."""
+        return self._adapt is not None and self._adapt.converged
 
     @torch.no_grad()
     def final_energy(self) -> float:

@@ -588,3 +588,115 @@ def test_arguments_are_kept_as_plain_data(tmp_path):
     with pytest.raises(TypeError, match="noise: mapping keys must be strings, got 1"):
         plain_hparam({1: 2}, "noise")
     assert plain_hparam(torch.tensor([1.5, 2.0]), "x") == [1.5, 2.0] and plain_hparam(np.int64(4), "x") == 4
+
+
+# ------------------------------------------------------------------------------------------------
+# ADAPT-VQE grown by the training loop; Z2-tapered Hamiltonians
+def _straight_adapt(max_steps, **kw):
+    task = VQETask("LiH_active", ansatz="adapt", optimizer="lbfgs", **kw)
+    make_trainer(max_steps=max_steps).fit(task)
+    return task
+
+
+def test_adapt_grows_until_the_pool_gradient_vanishes_and_reaches_fci():
+    from torchquantum_layers import chem
+    task = _straight_adapt(200)
+    H, info = chem.load("LiH_active")
+    assert task.adapt_converged and task.global_step < 200         # stopped by the gradient norm
+    assert task.error_mha < 1e-3                                   # vs PySCF's FCI (bundled)
+    assert task.best_energy >= info.fci_energy - 1e-9
+    assert task.circuit.num_parameters == len(task.adapt_operators) == 4
+    assert task.adapt_operators[0] == "DOUBLEEXCITATION[0, 1, 4, 5]"   # the largest HF gradient
+    assert task._adapt.gradient_norms[-1] < 1e-3 <= min(task._adapt.gradient_norms[:-1])
+    m = task.trainer.callback_metrics
+    assert float(m["adapt_operators"]) == 4.0 and "adapt_gradient_norm" in m
+    assert task.evaluation()["adapt_operators"] == 4.0
+    # the energy never rises when an operator joins (its angle starts at 0)
+    grown = task._adapt.grown_at
+    assert all(task.history[s] <= task.history[s - 1] + 1e-9 for s in grown[1:])
+
+
+def test_adapt_resumes_from_a_checkpoint_with_its_grown_circuit(tmp_path):
+    straight = _straight_adapt(30)
+    ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)
+    first = VQETask("LiH_active", ansatz="adapt", optimizer="lbfgs")
+    make_trainer(max_steps=9, callbacks=[ckpt], enable_checkpointing=True).fit(first)
+    path = tmp_path / "last.ckpt"
+    raw = torch.load(path, weights_only=True)
+    n_saved = len(raw["vqe_adapt"]["chosen"])
+    assert 1 < n_saved < len(straight.adapt_operators)             # stopped in the middle of the growth
+    assert raw["state_dict"]["circuit.weights"].shape == (n_saved,)
+    resumed = VQETask(**raw["hyper_parameters"])
+    make_trainer(max_steps=30).fit(resumed, ckpt_path=str(path))
+    assert resumed.adapt_operators == straight.adapt_operators
+    assert resumed.history == pytest.approx(straight.history, abs=1e-10)
+    assert torch.allclose(resumed.circuit.weights, straight.circuit.weights, atol=1e-8)
+    loaded = VQETask.load_from_checkpoint(path, weights_only=True)
+    assert loaded.circuit.num_parameters == n_saved
+    assert loaded.final_energy() == pytest.approx(first.final_energy(), abs=1e-12)
+
+
+def test_adam_keeps_the_moments_of_the_optimised_angles_when_the_ansatz_grows():
+    from lightning_tasks.adapt_growth import grow_optimizer_state
+    w = torch.nn.Parameter(torch.zeros(2, dtype=torch.float64))
+    adam = torch.optim.Adam([w], lr=0.1)
+    w.grad = torch.tensor([1.0, -2.0], dtype=torch.float64)
+    adam.step()
+    m, v = adam.state[w]["exp_avg"].clone(), adam.state[w]["exp_avg_sq"].clone()
+    w.data = torch.cat([w.data, torch.zeros(1, dtype=torch.float64)])
+    grow_optimizer_state(adam, w)
+    assert torch.equal(adam.state[w]["exp_avg"], torch.cat([m, torch.zeros(1, dtype=torch.float64)]))
+    assert torch.equal(adam.state[w]["exp_avg_sq"], torch.cat([v, torch.zeros(1, dtype=torch.float64)]))
+    lbfgs = torch.optim.LBFGS([w])
+    w.grad = torch.ones(3, dtype=torch.float64)
+    lbfgs.step(lambda: (w ** 2).sum())
+    w.data = torch.cat([w.data, torch.zeros(1, dtype=torch.float64)])
+    grow_optimizer_state(lbfgs, w)
+    assert not lbfgs.state and lbfgs._numel_cache is None
+    # the LiH_active ADAPT run with Adam gets within chemical accuracy with its moments kept
+    task = VQETask("LiH_active", ansatz="adapt", optimizer="adam")
+    make_trainer(max_steps=150).fit(task)
+    assert task.error_mha < CHEMICAL_ACCURACY_MHA
+    state = task.trainer.optimizers[0].state[task.circuit.weights]
+    assert int(state["step"]) == task.global_step                 # never restarted by a growth
+    assert state["exp_avg"].shape == (task.circuit.num_parameters,)
+
+
+def test_tapered_hamiltonian_trains_on_fewer_qubits_to_fci():
+    task = VQETask("LiH_active", ansatz="hardware_efficient", n_layers=3, optimizer="lbfgs", taper=True)
+    assert task.circuit.n_wires == task.H.n_wires == 3 and task.tapering.n_qubits == 6
+    make_trainer(max_steps=60).fit(task)
+    assert task.error_mha < CHEMICAL_ACCURACY_MHA                 # the full register's FCI (PySCF)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(ansatz="uccsd", pool="qubit"), r"pool='qubit' is not used by ansatz='uccsd'"),
+    (dict(ansatz="hardware_efficient", adapt_steps=5), r"adapt_steps=5 is not used by ansatz='hardware_efficient'"),
+    (dict(ansatz="adapt", pool="triples"), r"pool must be one of singles_doubles, generalized, qubit"),
+    (dict(ansatz="adapt", adapt_steps=0), r"adapt_steps must be a positive int"),
+    (dict(ansatz="adapt", adapt_grad_tol=-1.0), r"adapt_grad_tol must be a finite number >= 0"),
+    (dict(ansatz="adapt", adapt_max_operators=0), r"adapt_max_operators must be a positive int"),
+    (dict(ansatz="adapt", shots=100, diff_method="parameter-shift"), r"does not take shots= or noise="),
+    (dict(ansatz="adapt", init_weights=[0.1]), r"init_weights does not apply"),
+    (dict(ansatz="uccsd", taper=True), r"taper=True needs ansatz='hardware_efficient'"),
+    (dict(ansatz="hardware_efficient", taper="yes"), r"taper must be True or False"),
+])
+def test_adapt_and_taper_options_are_checked(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        VQETask("H2", **kwargs)
+
+
+def test_adapt_stops_at_its_operator_cap():
+    task = _straight_adapt(100, adapt_max_operators=2)
+    assert task.adapt_converged and len(task.adapt_operators) == 2 and task.global_step < 100
+
+
+def test_adapt_growth_keeps_the_best_angles_usable():
+    task = _straight_adapt(3)
+    best_energy = task._best[0]                                    # the lowest logged energy
+    assert task.grow_adapt()                                       # one more operator, angle 0
+    assert task._best[1].shape == task.circuit.weights.shape
+    with torch.no_grad():
+        task.circuit.weights.add_(0.3)                             # somewhere worse
+    assert task.restore_best()
+    assert task.final_energy() == pytest.approx(best_energy, abs=1e-12)

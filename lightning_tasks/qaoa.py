@@ -12,6 +12,12 @@ step. All ``n_starts`` angle vectors live in one ``(n_starts, 2p)`` parameter an
 of the library's :class:`~torchquantum_layers.optimization.QAOA` (the loss is the SUM of the
 starts' expected costs, so Adam or SGD trains each start exactly as if it were alone).
 
+CVaR (``cvar_alpha=α`` in (0, 1]): the loss is the sum of the starts' CVaR_α instead, the mean
+cost of the lowest-cost α fraction of each state's distribution (Barkoutsos et al. 2020,
+:meth:`QAOA.cvar <torchquantum_layers.optimization.QAOA.cvar>`), which rewards concentrating
+probability on good bitstrings over lowering the mean. The best start is still the one of the
+lowest expected cost, and everything below is logged as without it.
+
 Sign convention: as everywhere in :mod:`torchquantum_layers.optimization`, the cost C is
 MINIMISED; MaxCut's cost is minus the cut, so ``expected_cost`` is ``-⟨cut⟩`` and
 ``expected_objective`` is ``⟨cut⟩``.
@@ -23,7 +29,8 @@ Logged every step (values of the angles after k updates, before update k+1, as `
   against the brute-force optimum (1 at the optimum; ``⟨cut⟩ / max cut`` for MaxCut);
 * ``optimum_probability``: probability of measuring an optimal bitstring in the best start's state;
 * ``expected_objective`` (natural units: cut weight, tour length, ...), ``depth`` (the current p),
-  and ``feasible_probability`` for constrained problems.
+  and ``feasible_probability`` for constrained problems;
+* ``cvar`` (with ``cvar_alpha``): the lowest CVaR_α over the starts, the quantity trained.
 
 ``best_ratio`` and ``optimum_probability`` need the brute-force optimum (at most 26 qubits); above
 that only the costs are logged.
@@ -69,6 +76,7 @@ from torch import nn
 
 from torchquantum_layers import optimization as opt
 from torchquantum_layers.optim import make_optimizer, optimizer_class
+from torchquantum_layers.optimization.cvar import check_alpha
 from torchquantum_layers.optimization.problems import MAX_EXACT_QUBITS
 
 from .single_point import SinglePointTask
@@ -224,6 +232,7 @@ class QAOATask(SinglePointTask):
         init_angles: starting angles of the first depth d0 (1 with ``grow``, else ``p``): ``(2·d0,)``
             (start 0 exact, the others perturbed by ``noise``) or ``(n_starts, 2·d0)``; not a
             hyperparameter (a checkpoint holds the trained angles).
+        cvar_alpha: None (default) trains the expected cost; a number in (0, 1] trains CVaR_α.
     """
 
     def __init__(self, problem: str = "maxcut", graph: Optional[Union[list, str]] = None,
@@ -238,7 +247,7 @@ class QAOATask(SinglePointTask):
                  delta: Optional[float] = None, mixer: str = "x", optimizer: str = "adam",
                  lr: Optional[float] = None, grow: bool = False, steps_per_layer: int = 50,
                  diff_method: str = "adjoint", dtype: str = "complex64", seed: int = 0, top_k: int = 5,
-                 init_angles: Optional[list] = None):
+                 init_angles: Optional[list] = None, cvar_alpha: Optional[float] = None):
         super().__init__()
         what = "QAOATask"
         # validate everything cheap before building the problem
@@ -286,6 +295,8 @@ class QAOATask(SinglePointTask):
             raise TypeError(f"{what}: grow must be a bool, got {grow!r}")
         if isinstance(seed, bool) or not isinstance(seed, Integral):
             raise TypeError(f"{what}: seed must be an int, got {seed!r}")
+        if cvar_alpha is not None:
+            cvar_alpha = check_alpha(cvar_alpha, what, name="cvar_alpha")
         graph, n_nodes = _plain_graph(graph, n_nodes)
         node_weights, numbers, distances = _plain(node_weights), _plain(numbers), _plain(distances)
         expected_returns, covariance = _plain(expected_returns), _plain(covariance)
@@ -311,6 +322,7 @@ class QAOATask(SinglePointTask):
         # belong in a checkpoint: the problem rebuilds them)
         self.register_buffer("_objective_vec", self.problem.objective_vector().clone(), persistent=False)
         self.register_buffer("_feasible_vec", self.problem.feasible_mask().to(torch.float64), persistent=False)
+        self.register_buffer("_cost_vec", self.problem.diagonal.to(torch.float64).clone(), persistent=False)
         opt_mask = torch.zeros(N, dtype=torch.float64)
         if self.exact is not None:
             opt_mask[self.exact.indices] = 1.0
@@ -423,8 +435,27 @@ class QAOATask(SinglePointTask):
 
     # -- Lightning hooks --------------------------------------------------------------------------
     def forward(self) -> torch.Tensor:
-        """Expected costs ``(n_starts,)`` of the current angles (differentiable)."""
+        """The trained objective ``(n_starts,)`` of the current angles (differentiable): the expected
+        costs, or CVaR_α with ``cvar_alpha``."""
+        model, alpha = self.qaoas[str(self.depth)], self.hparams.cvar_alpha
+        if alpha is None:
+            return model(self.current_angles())
+        return model.cvar(self.current_angles(), alpha)
+
+    @torch.no_grad()
+    def expected_costs(self) -> torch.Tensor:
+        """Expected costs ``(n_starts,)`` of the current angles (whatever the objective trained)."""
         return self.qaoas[str(self.depth)](self.current_angles())
+
+    def _objective_and_costs(self):
+        """(trained objective (n_starts,), expected costs (n_starts,) detached), from one simulation
+        (with CVaR both come from the same probabilities)."""
+        model, alpha = self.qaoas[str(self.depth)], self.hparams.cvar_alpha
+        if alpha is None:
+            costs = model(self.current_angles())
+            return costs, costs.detach()
+        prob = model(self.current_angles(), output="probabilities")
+        return model.cvar_of_probabilities(prob, alpha), prob.detach().to(torch.float64) @ self._cost_vec
 
     def on_train_batch_start(self, batch, batch_idx):
         # before the optimizer step (L-BFGS evaluates its closure several times inside it)
@@ -435,18 +466,18 @@ class QAOATask(SinglePointTask):
     def training_step(self, batch, batch_idx):
         manual = not self.automatic_optimization
         with torch.set_grad_enabled(torch.is_grad_enabled() and not manual):
-            costs = self()
+            values, costs = self._objective_and_costs()
         if self._seen_step != self.global_step:        # L-BFGS evaluates several times per step
             self._seen_step = self.global_step
-            self._log_step(costs.detach())
+            self._log_step(costs, None if self.hparams.cvar_alpha is None else values.detach())
         if manual:
-            # SPSA: the closure returns every start's cost, so each start gets its own estimate
+            # SPSA: the closure returns every start's objective, so each start gets its own estimate
             self.optimizers().step(closure=lambda: self().detach())
             return None
-        return costs.sum()
+        return values.sum()
 
     @torch.no_grad()
-    def _log_step(self, costs: torch.Tensor) -> None:
+    def _log_step(self, costs: torch.Tensor, cvars: Optional[torch.Tensor] = None) -> None:
         d = self.depth
         j = torch.argmin(costs).reshape(1)
         best = costs.index_select(0, j)[0].to(torch.float64)
@@ -466,6 +497,8 @@ class QAOATask(SinglePointTask):
         self.log("mean_cost", costs.to(torch.float64).mean(), **log)
         self.log("expected_objective", prob @ self._objective_vec, **log)
         self.log("depth", float(d), **log)
+        if cvars is not None:
+            self.log("cvar", cvars.to(torch.float64).min(), prog_bar=True, **log)
         if self.problem.is_constrained:
             self.log("feasible_probability", prob @ self._feasible_vec, **log)
         if self.exact is not None:
@@ -527,7 +560,7 @@ class QAOATask(SinglePointTask):
     def _best_state(self):
         """(depth, angles (2d,), cost) of the best start kept, evaluating the current angles too
         (the last optimizer step is not logged before fit ends)."""
-        costs = self()
+        costs = self.expected_costs()
         j = int(torch.argmin(costs))
         now = (float(costs[j]), self.depth, self.current_angles()[j].detach().clone())
         kept = float(self.best_cost_)
@@ -556,11 +589,12 @@ class QAOATask(SinglePointTask):
                         solution=solution, objective=objective)
 
     def evaluation(self) -> dict:
-        """The best start at the current angles: ``expected_cost``, ``expected_objective`` and,
-        where the optimum is known, ``best_ratio`` and ``optimum_probability`` (what ``tql
-        validate|test|predict`` report, as ``val_expected_cost``, ...)."""
+        """The best start at the current angles: ``expected_cost``, ``expected_objective``, where
+        the optimum is known ``best_ratio`` and ``optimum_probability``, and with ``cvar_alpha`` the
+        lowest ``cvar`` over the starts (what ``tql validate|test|predict`` report, as
+        ``val_expected_cost``, ...)."""
         with torch.no_grad():
-            costs = self()
+            costs = self.expected_costs()
             j = torch.argmin(costs).reshape(1)
             prob = self.qaoas[str(self.depth)](self.current_angles().detach().index_select(0, j),
                                                output="probabilities")[0].to(torch.float64)
@@ -572,6 +606,9 @@ class QAOATask(SinglePointTask):
             span = self._worst_cost - self._opt_cost
             out["best_ratio"] = float((self._worst_cost - best) / (span if span > 0 else 1.0))
             out["optimum_probability"] = float(prob @ self._optimum_vec)
+        if self.hparams.cvar_alpha is not None:
+            with torch.no_grad():
+                out["cvar"] = float(self().min())
         return out
 
     @property

@@ -8,6 +8,7 @@
 * :mod:`.angles` — initial angles (linear ramp, fixed angles, INTERP, random); :mod:`.training` —
   :func:`optimize`, all starts at once; :mod:`.natural_gradient` — :func:`qaoa_metric` (Fubini–Study
   metric of the angles), :class:`QAOANaturalGradient` and :class:`MultiStartSPSA` (per-start QNG / SPSA).
+* :mod:`.cvar` — the CVaR objective (Barkoutsos et al. 2020): exact from probabilities, or from shots.
 * :mod:`.rqaoa` — :func:`rqaoa`, recursive QAOA (eliminate the most correlated spins round by round,
   brute-force the rest).
 * :mod:`.graphs` — edge-list / networkx graph validation and seeded random regular graphs.
@@ -27,6 +28,7 @@ from .qaoa import MIXERS, QAOA, MultiStartQAOA, QAOAResult, qaoa, qaoa_circuit
 from .training import optimize
 from .natural_gradient import MultiStartSPSA, QAOANaturalGradient, qaoa_metric
 from .rqaoa import Elimination, IsingModel, RQAOAResult, rqaoa
+from .cvar import CostOrder, cost_order, cvar_from_probabilities, cvar_from_samples
 
 __all__ = ["Graph", "as_graph", "complete_graph", "cycle_graph", "random_regular_graph", "Problem",
            "ExactSolution", "exact_solution", "maxcut", "max_independent_set", "min_vertex_cover",
@@ -35,4 +37,5 @@ __all__ = ["Graph", "as_graph", "complete_graph", "cycle_graph", "random_regular
            "qaoa_circuit", "MultiStartQAOA", "QAOAResult", "linear_ramp", "fixed_angles", "interp",
            "random_angles", "perturb", "optimize", "split_angles", "join_angles", "MIXERS",
            "FIXED_ANGLES_3REGULAR", "qaoa_metric", "QAOANaturalGradient", "MultiStartSPSA",
-           "rqaoa", "RQAOAResult", "Elimination", "IsingModel"]
+           "rqaoa", "RQAOAResult", "Elimination", "IsingModel", "CostOrder", "cost_order",
+           "cvar_from_probabilities", "cvar_from_samples"]

@@ -40,7 +40,8 @@ Differentiation (``diff_method``):
 Angles are plain tensors: the module holds no parameters, so any optimiser (or a Lightning task)
 owns them. :func:`linear_ramp`, :func:`fixed_angles`, :func:`interp`, :func:`random_angles` make
 initial angles; :meth:`QAOA.analyse` reports expected cost, approximation ratio, probability of the
-optimum, top-k bitstrings and seeded samples.
+optimum, top-k bitstrings and seeded samples. :meth:`QAOA.cvar` is the CVaR objective of Barkoutsos
+et al. (2020) (see :mod:`.cvar`): exact and differentiable, or estimated from shots.
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ from typing import Optional
 import torch
 from torch import nn
 
-from ..caching import lasting
+from ..caching import building_cache, lasting
 from ..kernels.apply import apply_matrix_unchecked
 from ..kernels.state import COMPLEX_DTYPES, REAL_OF, check_allocation
 from .problems import MAX_EXACT_QUBITS, Problem, exact_solution
@@ -60,6 +61,7 @@ from .angles import _check_p, fixed_angles, linear_ramp, perturb, random_angles
 from .qaoa_ops import (_flip_symmetric, _i_power, _kron_power, _level_table, _popcount, _real_blocks, _rx2,
                        _swap_matrix, _xy_matrix)
 from .workspace import _Pool
+from .cvar import check_alpha, cost_order, cvar_from_probabilities, cvar_from_samples
 from .qaoa_adjoint import _AdjointQAOA, _InPlaceSweeps
 
 
@@ -94,6 +96,8 @@ class QAOAResult:
     top_bitstrings: list                         # nested lists of bitstrings, same layout
     samples: Optional[torch.Tensor] = None       # (..., shots) basis indices when shots were asked
     best: Optional[tuple] = None                 # index of the start with the lowest expected cost
+    cvar: Optional[torch.Tensor] = None          # exact CVaR_alpha per start when cvar_alpha was asked
+    cvar_alpha: Optional[float] = None
 
     def __repr__(self) -> str:
         def fmt(t):
@@ -457,6 +461,52 @@ class QAOA(_InPlaceSweeps, nn.Module):
         with torch.no_grad():
             return self.forward(angles, "probabilities")
 
+    # -- CVaR objective (math in .cvar) ------------------------------------------------------------
+    def _cvar_order(self):
+        """The cost diagonal sorted once per dtype/device (the wire-0 = 0 half under bit-flip
+        symmetry: the other half repeats it with the same probabilities)."""
+        c = self._consts()
+        order = c.get("cvar_order")
+        if order is None:
+            half = 2 ** self.n_qubits // 2 if self._z2 else None
+            with building_cache():
+                d = self._diag64 if half is None else self._diag64[:, :half]
+                order = cost_order(d.to(self.device))
+            c["cvar_order"] = order
+        return order
+
+    def cvar_of_probabilities(self, probabilities: torch.Tensor, alpha) -> torch.Tensor:
+        """CVaR_alpha of probabilities ``(..., 2**n)`` as ``forward(angles, "probabilities")`` returns
+        them (differentiable); shape ``(S,)`` / ``(G, S)`` as the expected cost."""
+        alpha = check_alpha(alpha, "QAOA.cvar")
+        N = 2 ** self.n_qubits
+        if not isinstance(probabilities, torch.Tensor) or probabilities.shape[-1:] != (N,):
+            got = tuple(probabilities.shape) if isinstance(probabilities, torch.Tensor) else type(probabilities).__name__
+            raise ValueError(f"QAOA.cvar: probabilities must have shape (..., {N}), got {got}")
+        if self._z2:
+            return cvar_from_probabilities(probabilities[..., :N // 2], self._cvar_order(), alpha, multiplicity=2)
+        return cvar_from_probabilities(probabilities, self._cvar_order(), alpha)
+
+    def cvar(self, angles, alpha, diff_method: Optional[str] = None, shots: Optional[int] = None,
+             generator: Optional[torch.Generator] = None) -> torch.Tensor:
+        """CVaR_alpha of the cost (Barkoutsos et al. 2020): the expected cost over the lowest-cost
+        ``alpha`` fraction of each start's output distribution, ``(S,)`` / ``(G, S)`` as :meth:`forward`.
+
+        ``alpha`` in (0, 1]: 1 is the expected cost, ``alpha -> 0`` the lowest cost of non-zero
+        probability. Exact and differentiable by default (through the state path of ``diff_method``);
+        with ``shots``, the estimate from :meth:`sample` (seeded by ``generator``): the mean of the
+        lowest ``ceil(alpha * shots)`` sampled costs, not differentiable.
+        """
+        alpha = check_alpha(alpha, "QAOA.cvar")
+        if shots is None:
+            return self.cvar_of_probabilities(self.forward(angles, "probabilities", diff_method), alpha)
+        samples = self.sample(angles, shots, generator=generator)          # shape + (shots,)
+        d = self._diag64.to(samples.device)
+        G = self.n_graphs
+        sampled = torch.gather(d.unsqueeze(1).expand(G, samples.numel() // (G * shots), d.shape[1]), 2,
+                               samples.reshape(G, -1, shots)).reshape(samples.shape)
+        return cvar_from_samples(sampled, alpha, "QAOA.cvar").to(REAL_OF[self.dtype])
+
     # -- backprop path (plain autograd, out of place) -----------------------------------------------
     def _rows(self, t: torch.Tensor, B: int) -> torch.Tensor:
         """(1 or G, N) → per-row view (B, N)."""
@@ -541,11 +591,14 @@ class QAOA(_InPlaceSweeps, nn.Module):
         return (worst.view(shape) - e.to(torch.float64)) / span.view(shape)
 
     def analyse(self, angles, k: int = 5, shots: Optional[int] = None,
-                generator: Optional[torch.Generator] = None) -> QAOAResult:
+                generator: Optional[torch.Generator] = None, cvar_alpha: Optional[float] = None) -> QAOAResult:
         """Expected cost, approximation ratio, probability of the optimum and of feasibility, the top-k
-        bitstrings per start and (with ``shots``) seeded samples, for a batch of angles."""
+        bitstrings per start, (with ``shots``) seeded samples and (with ``cvar_alpha``) the exact
+        CVaR of each start (see :meth:`cvar`), for a batch of angles."""
         if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
             raise ValueError(f"analyse: k must be a positive int, got {k!r}")
+        if cvar_alpha is not None:
+            cvar_alpha = check_alpha(cvar_alpha, "analyse", name="cvar_alpha")
         N = 2 ** self.n_qubits
         k = min(int(k), N)
         with torch.no_grad():
@@ -580,6 +633,8 @@ class QAOA(_InPlaceSweeps, nn.Module):
                 from ..measure import sample
                 samples = sample(flat, shots, generator=generator).reshape(shape + (shots,))
             cost = cost.reshape(shape)
+            cvar = None if cvar_alpha is None else self.cvar_of_probabilities(
+                prob.reshape(shape + (N,)), cvar_alpha)
             best = None
             if cost.numel():
                 j = int(torch.argmin(cost.reshape(-1)))
@@ -588,7 +643,7 @@ class QAOA(_InPlaceSweeps, nn.Module):
                               expected_objective=obj, approximation_ratio=ratio, optimum_probability=opt_p,
                               feasible_probability=feas_p.reshape(shape), top_indices=ti.reshape(shape + (k,)),
                               top_probabilities=tp.reshape(shape + (k,)), top_bitstrings=bits,
-                              samples=samples, best=best)
+                              samples=samples, best=best, cvar=cvar, cvar_alpha=cvar_alpha)
 
     def sample(self, angles, shots: int, generator: Optional[torch.Generator] = None) -> torch.Tensor:
         """``shots`` measured basis indices per start: ``(S, shots)`` (seeded by ``generator``)."""

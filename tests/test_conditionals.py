@@ -170,15 +170,128 @@ def test_qasm_if_reads_measured_bits():
 ])
 def test_qasm_if_errors_name_the_line(body, line, message):
     src = 'OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; creg c[2];\n' + body
-    with pytest.raises(ValueError, match=f"line {line}: .*{message}"):
+    with pytest.raises(ValueError, match=f"line {line}, column [0-9]+: .*{message}"):
         tql.MixedCircuit.from_qasm(src)
 
 
-def test_to_qasm_writes_conditioned_gates_as_the_controlled_gates_they_equal():
-    c = mixed.MixedCircuit(3, dtype=torch.complex128)
-    c.h(0).ry(1, 0.8).measure([0, 1]).x(2, condition={0: 0, 1: 1}).rz(2, 0.3, condition=0)
+def _product_state(*qubits):
+    psi = np.ones(1, dtype=complex)
+    for q in qubits:
+        psi = np.kron(psi, np.asarray(q, dtype=complex))
+    return psi
+
+
+def _branch_average(psi, n, measured, fired):
+    """NumPy oracle: the density matrix after measuring ``measured`` in |psi> and applying, in
+    each branch (outcomes o), the dense steps ``fired(o)`` -> [(matrix, wires), ...]."""
+    rho = np.zeros((2 ** n, 2 ** n), dtype=complex)
+    bits = np.array([[(i >> (n - 1 - w)) & 1 for w in measured] for i in range(2 ** n)])
+    for outcomes in np.ndindex(*(2,) * len(measured)):
+        branch = np.where((bits == outcomes).all(axis=1), psi, 0)
+        for m, wires in fired(outcomes):
+            branch = O.full_operator(m, wires, n) @ branch
+        rho += np.outer(branch, branch.conj())
+    return rho
+
+
+def test_to_qasm_writes_if_statements_that_read_back_as_the_same_conditioned_gates():
+    c = _teleport(torch.complex128, ANGLES[0])
+    text = c.to_qasm()
+    lines = text.splitlines()
+    assert lines[3:6] == ["creg c0[1];", "creg c1[1];", "creg c2[1];"]
+    assert lines[-4:] == ["measure q[0] -> c0[0];", "measure q[1] -> c1[0];", "if(c1==1) x q[2];", "if(c0==1) z q[2];"]
+    back = tql.MixedCircuit.from_qasm(text, dtype=torch.complex128)
+    assert [(op.gate.name, op.wires) for op in back.ops] == [(op.gate.name, op.wires) for op in c.ops]
+    psi = O.u3(*ANGLES[0])[:, 0]
+    np.testing.assert_allclose(mixed.expval(back, ["X2", "Y2", "Z2"])[0].numpy(), _bloch(psi), atol=1e-12)
+    with pytest.raises(ValueError, match="line 14, column 1: a classically controlled 'if'.*MixedCircuit.from_qasm"):
+        tql.Circuit.from_qasm(text)
+
+
+def test_conditions_on_zero_on_several_wires_and_gates_without_a_controlled_qelib1_form():
+    # IF on S, CH and RXX was refused before ('no OpenQASM 2.0 form'): an 'if' writes any gate
+    c = mixed.MixedCircuit(4, dtype=torch.complex128)
+    c.h(0).ry(1, 0.8).h(3).measure([0, 1])
+    c.x(2, condition={0: 0, 1: 1}).s(3, condition={1: 0}).ch(2, 3, condition=0)
+    c.rxx(2, 3, 0.7, condition=1).rz(3, 0.3, condition={0: 0})
+    text = c.to_qasm()
+    for line in ["creg c0_1[2];", "measure q[0] -> c0_1[0];\nmeasure q[1] -> c0_1[1];\nif(c0_1==2) x q[2];",
+                 "if(c1==0) s q[3];", "if(c0==1) ch q[2], q[3];", "if(c0==0) rz(0.3) q[3];"]:
+        assert line in text, text
+    assert "\nx q[" not in text          # outcome 0 is the value compared, not a flip of the qubit
+    psi = _product_state(O.H[:, 0], O.ry(0.8)[:, 0], [1, 0], O.H[:, 0])
+
+    def fired(o):
+        steps = [(O.X, [2])] if o == (0, 1) else []
+        steps += [(np.diag([1, 1j]), [3])] if o[1] == 0 else []
+        steps += [(O.controlled_matrix(O.H), [2, 3])] if o[0] == 1 else []
+        steps += [(O.pauli_rotation(0.7, "XX"), [2, 3])] if o[1] == 1 else []
+        return steps + ([(O.rz(0.3), [3])] if o[0] == 0 else [])
+
+    expected = _branch_average(psi, 4, [0, 1], fired)
+    back = tql.MixedCircuit.from_qasm(text, dtype=torch.complex128)
+    for circuit in (c, back):
+        np.testing.assert_allclose(mixed.run(circuit)[0].numpy(), expected, atol=1e-12)
+
+
+def test_a_noise_model_acts_alike_on_the_read_back_circuit():
+    # written as 'x q0; cx q0, q1; x q0' (before), the read-back circuit had two X gates on the
+    # measured wire for a bit flip on 'x' gates to hit: <Z0> = (1 - 2p)² cos θ instead of cos θ
+    p, theta = 0.15, 1.0
+    model = tql.NoiseModel().add(mixed.bit_flip(p), gates="x")
+    c = mixed.MixedCircuit(2, dtype=torch.complex128)
+    c.ry(0, theta).measure(0).x(1, condition={0: 0})
     back = tql.MixedCircuit.from_qasm(c.to_qasm(), dtype=torch.complex128)
-    obs = ["Z2", "Z0 Z2", "Z1 Z2", "X2", "Y1 Y2"]
-    np.testing.assert_allclose(mixed.expval(back, obs)[0].numpy(), mixed.expval(c, obs)[0].numpy(), atol=1e-12)
-    # branch (q0, q1) = (0, 1), probability (1/2) sin²(0.4): q2 = 1
-    assert float(mixed.expval(c, "Z2")[0]) == pytest.approx(1 - 2 * 0.5 * math.sin(0.4) ** 2, abs=1e-12)
+    assert [op.gate.name for op in back.ops] == ["RY", "IF1:X"]
+    c.noise_model = back.noise_model = model
+    for circuit in (c, back):
+        z0, z1, zz = mixed.expval(circuit, ["Z0", "Z1", "Z0 Z1"])[0].tolist()
+        # the flip hits q1 after the slot in either branch: q1 = NOT q0 with probability 1 - p
+        assert z0 == pytest.approx(math.cos(theta), abs=1e-12)
+        assert z1 == pytest.approx(-(1 - 2 * p) * math.cos(theta), abs=1e-12)
+        assert zz == pytest.approx(-(1 - 2 * p), abs=1e-12)
+
+
+def test_folded_conditioned_gates_are_written_with_their_adjoints():
+    folded = mixed.fold_gates(_teleport(torch.complex128, ANGLES[2]), 3, "left")
+    text = folded.to_qasm()
+    assert text.count("if(c1==1) x q[2];") == 3
+    back = tql.MixedCircuit.from_qasm(text, dtype=torch.complex128)
+    psi = O.u3(*ANGLES[2])[:, 0]
+    np.testing.assert_allclose(mixed.expval(back, ["X2", "Y2", "Z2"])[0].numpy(), _bloch(psi), atol=1e-12)
+
+
+def test_a_classically_controlled_gate_on_an_unmeasured_wire_is_written_as_what_it_does():
+    # outside a measurement it is the controlled gate the simulator applies: the Bell pair
+    c = tql.Circuit(2, dtype=torch.complex128).h(0)
+    c.add(tql.gates.classically_controlled(tql.gates.X, 1), (0, 1))
+    assert c.to_qasm().endswith("h q[0];\ncx q[0], q[1];\n")
+    bell = np.array([1, 0, 0, 1]) / np.sqrt(2)
+    np.testing.assert_allclose(tql.Circuit.from_qasm(c.to_qasm(), dtype=torch.complex128)()[0].numpy(), bell,
+                               atol=1e-12)
+
+
+QASM_HEAD = 'OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; creg c[1]; creg d[1];\n'
+
+
+def test_a_bit_whose_qubit_was_acted_on_and_measured_again_is_refused():
+    # c holds 1, the qubit then holds d's 0: 'if(c==1)' read the qubit's 0 and silently did nothing
+    with pytest.raises(ValueError, match=r"line 3, column 4: if: c\[0\] holds the measurement of q\[0\], which was "
+                                         r"acted on since"):
+        tql.MixedCircuit.from_qasm(QASM_HEAD + "x q[0]; measure q[0] -> c[0]; x q[0]; measure q[0] -> d[0];\n"
+                                   "if(c==1) x q[1];")
+    # the bit the qubit now holds is read; measuring again an untouched qubit repeats its outcome
+    for body in ("x q[0]; measure q[0] -> c[0]; x q[0]; measure q[0] -> d[0]; if(d==0) x q[1];",
+                 "x q[0]; measure q[0] -> c[0]; measure q[0] -> d[0]; if(c==1) x q[1];"):
+        m = tql.MixedCircuit.from_qasm(QASM_HEAD + body, dtype=torch.complex128)
+        assert mixed.expval(m, "Z1")[0].item() == pytest.approx(-1.0, abs=1e-12)
+
+
+def test_qasm_if_conditions_every_gate_of_a_definition():
+    m = tql.MixedCircuit.from_qasm("""OPENQASM 2.0; include "qelib1.inc"; qreg q[3]; creg c[1];
+        gate bell a, b { h a; cx a, b; }
+        h q[0]; measure q[0] -> c[0]; if(c==1) bell q[1], q[2];""", dtype=torch.complex128)
+    assert [op.gate.name for op in m.ops] == ["H", "IF1:H", "IF1:CNOT"]
+    psi = _product_state(O.H[:, 0], [1, 0], [1, 0])
+    expected = _branch_average(psi, 3, [0], lambda o: [(O.H, [1]), (O.controlled_matrix(O.X), [1, 2])] * o[0])
+    np.testing.assert_allclose(mixed.run(m)[0].numpy(), expected, atol=1e-12)

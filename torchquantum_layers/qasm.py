@@ -26,21 +26,36 @@ Reading
     instead, so gates may follow them, and reads ``if(c==k) <gate call>;`` as the gate conditioned
     on the qubits measured into ``c`` (bit j of k: the outcome of the qubit last measured into
     c[j]; a bit never measured reads 0, so an ``if`` that needs it 1 never applies). The qubit
-    must still hold its outcome (no gate or reset on it since); only gate calls may be conditioned.
+    must still hold the outcome the bit holds (no gate or reset on it since, and not measured
+    again after one); only gate calls may be conditioned. On the density matrix the measured
+    qubit is then classical, so the gate conditioned on it equals the gate controlled by it
+    (deferred measurement) and that is how it is simulated; a pure :class:`Circuit` refuses
+    ``if``, as it keeps no measurement to condition on.
 
-    Every error is a ValueError ``from_qasm: line N: <what> in `<statement>```.
+    Every error is a ValueError ``from_qasm: line N, column M: <what> in `<statement>```
+    (column M, from 1, of the token at fault). A register holds at most
+    :data:`MAX_REGISTER_SIZE` bits, gate definitions nest at most :data:`MAX_GATE_NESTING` deep
+    and a program expands to at most :data:`MAX_EXPANDED_GATES` gates (each a clear error, where
+    a definition calling the previous one twice, 40 times over, would otherwise never finish).
 
 Writing
     :func:`to_qasm` writes ``qreg q[n]`` (q[i] is wire i) and one gate of Qiskit's qelib1.inc per
     table gate (p, cp, sx, swap, cswap, crx, cry, rxx, rzz, csx, c3x, c4x, c3sqrtx are in Qiskit's copy
     but not in the 2.0 paper's; ``qiskit.qasm2.loads`` reads them with
     ``custom_instructions=qiskit.qasm2.LEGACY_CUSTOM_INSTRUCTIONS``);
-    ROT, CROT, ISWAP, RYY, RZX, SINGLEEXCITATION, MULTIRZ and CCZ are written as exact qelib1
-    decompositions; QUBITUNITARY, DIAGONALUNITARY, DOUBLEEXCITATION and other controlled gates
+    ROT, CROT, ISWAP, RYY, RZX, SINGLEEXCITATION, DOUBLEEXCITATION, MULTIRZ and CCZ are written
+    as exact qelib1 decompositions (adjoints too); QUBITUNITARY, DIAGONALUNITARY (whose global
+    phase OpenQASM 2.0 cannot write), MULTICONTROLLEDX beyond 5 wires and other controlled gates
     raise a ValueError naming the gate. Trainable angles are written as their current values
     (``bind=True``, the default; ``bind=False`` raises instead); input angles always raise, as
-    OpenQASM 2.0 has no per-sample angles. Angles print as multiples of pi where that reads back to
-    the same float, else with ``repr`` (exact round trip).
+    OpenQASM 2.0 has no per-sample angles, and so do NaN and infinite angles. Angles print as
+    multiples of pi where that reads back to the same float, else with ``repr`` (exact round trip).
+    A MixedCircuit's gates conditioned on measurements (``condition=``) are written as ``if``
+    statements (see :func:`to_qasm`), not as the controlled gates they are simulated with: read
+    back they are the same conditioned gates (a noise model treats them alike), and other tools
+    see feed-forward. (A classically controlled gate whose condition wires hold no measurement,
+    only reachable by adding ``gates.classically_controlled(...)`` by hand, is the controlled gate
+    and is written as one.)
 """
 from __future__ import annotations
 
@@ -56,6 +71,11 @@ from . import gates as G
 from .circuit import Circuit, Input, Param
 
 __all__ = ["from_qasm", "to_qasm"]
+
+# limits that turn a hostile or mistaken program into a clear error instead of a hang or a crash
+MAX_REGISTER_SIZE = 2 ** 16        # bits in one qreg / creg
+MAX_GATE_NESTING = 64              # gate definitions calling definitions (Python's recursion limit is ~1000)
+MAX_EXPANDED_GATES = 1_000_000     # table gates a program expands to (2 calls per level double it)
 
 # =============================================================================================
 # tokens
@@ -153,6 +173,8 @@ class _GateDef:
     qubits: tuple
     body: tuple
     line: int
+    size: int = 0            # table gates one call expands to
+    depth: int = 1           # 1 + the deepest definition its body calls
 
     @property
     def n_params(self):
@@ -161,6 +183,14 @@ class _GateDef:
     @property
     def n_qubits(self):
         return len(self.qubits)
+
+
+def _expanded_size(target) -> int:
+    return target.size if isinstance(target, _GateDef) else 1
+
+
+def _nesting(target) -> int:
+    return target.depth if isinstance(target, _GateDef) else 0
 
 
 def _same(gate: G.Gate, n_qubits: Optional[int] = None) -> _Builtin:
@@ -177,10 +207,14 @@ _C3SX = G.controlled(G.SX, 3, "C3SQRTX")
 # u1(λ) = P(λ), which is e^{iλ/2} RZ(λ) and differs from qelib1's literal u1 by a global phase).
 # qelib1's bodies make rz(φ) = u1(φ) = e^{iφ/2} RZ(φ), sx = RX(π/2) = e^{-iπ/4} SX, sxdg its
 # conjugate e^{iπ/4} SXDG, rzz(θ) = e^{iθ/2} RZZ(θ), rxx(θ) = e^{-iθ/2} RXX(θ) and ch = e^{iπ/4} CH;
-# each is read as the table gate, as in Qiskit, a global phase away. No qelib1 gate differs from
-# its table gate by a relative phase: the controlled ones (cu1, cp, crx, cry, crz, cu3, cu, csx,
-# cy, cz, ccx, cswap, c3x, c3sqrtx, c4x) equal the table's controlled matrices exactly.
-# tests/test_qasm.py checks all of this against qelib1's bodies.
+# each is read as the table gate, as in Qiskit, a global phase away. No gate of Qiskit's qelib1
+# differs from its table gate by a relative phase: the controlled ones (cu1, cp, crx, cry, crz,
+# cu3, cu, csx, cy, cz, ccx, cswap, c3x, c3sqrtx, c4x) equal the table's controlled matrices
+# exactly. One place where the 2.0 paper's qelib1 (arXiv:1707.03429) differs: its cu3 body lacks
+# Qiskit's u1((lambda+phi)/2) on the control (added in Qiskit PR #2755), so it is the controlled
+# e^{-i(φ+λ)/2} U3 (the paper's det-1 U), a phase P(-(φ+λ)/2) on the control away from what this
+# reader (and Qiskit's) applies: cu3 is read as the controlled u3 it is named after.
+# tests/test_qasm.py checks all of this against qelib1's bodies and NumPy matrices of the paper's.
 _BUILTINS = {
     "U": _same(G.U3), "CX": _same(G.CNOT),
     "u3": _same(G.U3), "u2": _same(G.U2), "u1": _same(G.P), "u": _same(G.U3), "p": _same(G.P),
@@ -235,13 +269,21 @@ class _Parser:
         self.ops: list = []              # (Gate, wires, angles, {qubit: outcome} or None)
         self.touched: set = set()
         self.measured: set = set()
-        self.outcome_of: dict = {}       # (creg, index) -> qubit whose measurement it holds
+        self.outcome_of: dict = {}       # (creg, index) -> (qubit, outcome number) it holds
         self.holding: set = set()        # qubits still holding their last measurement
+        # a qubit's outcome number counts the measurements that can have changed its value (one
+        # of a qubit still holding its outcome repeats it): a bit holds the value the qubit has
+        # only while the numbers agree
+        self.outcome_number: dict = {}
         self.condition = None            # {qubit: outcome} while reading the body of an 'if'
 
     # -- errors -------------------------------------------------------------------------------
     def _line(self, pos: int) -> int:
         return bisect.bisect_left(self.newlines, pos) + 1
+
+    def _column(self, pos: int) -> int:
+        """1-based column of ``pos`` in its line (a tab counts as one column)."""
+        return pos - (self.text.rfind("\n", 0, pos) + 1) + 1
 
     def fail(self, tok: Union[_Tok, int], what: str):
         pos = tok if isinstance(tok, int) else tok.start
@@ -251,7 +293,7 @@ class _Parser:
         stmt = " ".join(self.text[start:end].split())
         if len(stmt) > 80:
             stmt = stmt[:77] + "..."
-        raise ValueError(f"from_qasm: line {self._line(pos)}: {what} in `{stmt}`")
+        raise ValueError(f"from_qasm: line {self._line(pos)}, column {self._column(pos)}: {what} in `{stmt}`")
 
     # -- tokens -------------------------------------------------------------------------------
     def _tokenize(self) -> list:
@@ -365,6 +407,9 @@ class _Parser:
         self.expect(";")
         if size < 1:
             self.fail(name, f"register '{name.text}' must have at least one bit, got size {size}")
+        if size > MAX_REGISTER_SIZE:
+            self.fail(name, f"register '{name.text}' of size {size} is larger than {MAX_REGISTER_SIZE}, "
+                            f"far beyond what a state vector holds")
         if kind == "qreg":
             self.registers[name.text] = ("q", len(self.labels), size)
             self.labels += [f"{name.text}[{j}]" for j in range(size)]
@@ -456,7 +501,13 @@ class _Parser:
                 self.fail(tok, f"gate '{name.text}': expected '}}' before the end of the input")
             self.stmt_start = tok.start
             body.append(self._body_statement(params, qubits))
-        self.defs[name.text] = _GateDef(name.text, params, qubits, tuple(body), name.line)
+        calls = [call.target for call in body if call.target is not None]
+        depth = 1 + max(map(_nesting, calls), default=0)
+        if depth > MAX_GATE_NESTING:
+            self.stmt_start = start
+            self.fail(name, f"gate '{name.text}' nests gate definitions {depth} deep (at most {MAX_GATE_NESTING})")
+        self.defs[name.text] = _GateDef(name.text, params, qubits, tuple(body), name.line,
+                                        sum(map(_expanded_size, calls)), depth)
 
     def _body_statement(self, params, qubits) -> _Call:
         tok = self.expect_id("a gate call")
@@ -588,7 +639,11 @@ class _Parser:
         sizes = {len(bits) for bits, whole in args if whole}
         if len(sizes) > 1:
             self.fail(tok, f"registers of different sizes {sorted(sizes)} cannot be broadcast together")
-        for j in range(sizes.pop() if sizes else 1):
+        repeats = sizes.pop() if sizes else 1
+        if len(self.ops) + repeats * _expanded_size(target) > MAX_EXPANDED_GATES:
+            self.fail(tok, f"the program expands to more than {MAX_EXPANDED_GATES} gates here "
+                           f"('{tok.text}' alone is {repeats * _expanded_size(target)})")
+        for j in range(repeats):
             wires = tuple(bits[j] if whole else bits[0] for bits, whole in args)
             if len(set(wires)) != len(wires):
                 dup = next(w for w in wires if wires.count(w) > 1)
@@ -643,13 +698,14 @@ class _Parser:
         condition = {}
         for j in bits:                          # bit j of the register is bit j of the integer
             want = (value >> j) & 1
-            q = self.outcome_of.get((name.text, j))
-            if q is None:                       # never measured: the bit reads 0
+            held = self.outcome_of.get((name.text, j))
+            if held is None:                    # never measured: the bit reads 0
                 if want:
                     condition = False
                     break
                 continue
-            if q not in self.holding:
+            q, number = held
+            if q not in self.holding or self.outcome_number[q] != number:
                 self.fail(name, f"if: {name.text}[{j}] holds the measurement of {self.labels[q]}, which was acted "
                                 f"on since; a condition can only read a qubit still holding its outcome")
             if condition.get(q, want) != want:
@@ -675,10 +731,13 @@ class _Parser:
         if qwhole != cwhole or len(qbits) != len(cbits):
             self.fail(tok, f"measure needs a qubit and a bit, or registers of equal size "
                            f"(got {len(qbits)} qubit(s) and {len(cbits)} bit(s))")
+        for q in qbits:
+            if q not in self.holding:
+                self.outcome_number[q] = self.outcome_number.get(q, 0) + 1
         self.measured.update(qbits)
         self.holding.update(qbits)
         for q, b in zip(qbits, cbits):
-            self.outcome_of[(creg.text, b)] = q
+            self.outcome_of[(creg.text, b)] = (q, self.outcome_number[q])
         if self.mixed:
             self.ops.append(("measure", tuple(qbits), None, None))
 
@@ -794,6 +853,14 @@ def _sequence(gate: G.Gate, k: int, v: tuple) -> list:
         return ladder + [("rz", (k - 1,), v)] + ladder[::-1]
     if name == "MULTICONTROLLEDX" and k in _MCX:
         return [(_MCX[k], tuple(range(k)), ())]
+    if name == "DOUBLEEXCITATION":
+        # the CNOTs and X map |0011> -> |0111>, |1100> -> |1111> (every other basis state to one
+        # outside that pair), where the Givens rotation is an RY(θ) on wire 0 controlled by 1, 2, 3:
+        # RY(θ/2), C3X, RY(-θ/2), C3X is RY(θ) where the controls are all 1 and the identity elsewhere
+        into = [("cx", (0, 1), ()), ("cx", (0, 2), ()), ("cx", (0, 3), ()), ("x", (1,), ())]
+        half = v[0] / 2
+        return into + [("ry", (0,), (half,)), ("c3x", (1, 2, 3, 0), ()), ("ry", (0,), (-half,)),
+                       ("c3x", (1, 2, 3, 0), ())] + into[::-1]
     raise ValueError(f"to_qasm: {name} on {k} wire(s) has no OpenQASM 2.0 (qelib1.inc) form")
 
 
@@ -811,6 +878,8 @@ def _dagger(step, gate_name: str) -> list:
         return [("u3", local, (-_HALF_PI, -v[1], -v[0]))]
     if name == "csx":           # SX = e^{iπ/4} RX(π/2): the phase lands on the control
         return [("p", local[:1], (-math.pi / 4,)), ("crx", local, (-_HALF_PI,))]
+    if name == "c3sqrtx":       # SX† = X SX (SX² = X), and the two controlled factors commute
+        return [("c3x", local, ()), step]
     raise ValueError(f"to_qasm: the adjoint of {gate_name} ({name}) has no OpenQASM 2.0 (qelib1.inc) form")
 
 
@@ -825,6 +894,9 @@ def _angles(circuit: Circuit, op, bind: bool) -> tuple:
                 raise ValueError(f"to_qasm: {op.gate.name} on wires {op.wires} has a trainable angle; "
                                  f"bind=True writes its current value")
             a = a.scale * float(circuit.weights.detach()[a.index])
+        if not math.isfinite(float(a)):
+            raise ValueError(f"to_qasm: {op.gate.name} on wires {op.wires} has the angle {float(a)!r}, "
+                             f"which OpenQASM cannot write")
         out.append(float(a))
     return tuple(out)
 
@@ -852,23 +924,68 @@ def _read_angle(text: str) -> float:
     return _evaluate(parser._expr(()), {})
 
 
-def _instruction_qasm(inst) -> list:
-    """A MixedCircuit's measurement or reset as OpenQASM lines (c[i] holds the outcome of q[i])."""
-    if inst.label.startswith("measure"):
-        return [f"measure q[{w}] -> c[{w}];" for w in inst.wires]
-    if inst.label.startswith("reset"):
-        return [f"reset q[{w}];" for w in inst.wires]
-    if getattr(inst, "condition_flip", False):       # around a gate conditioned on outcome 0
-        return [f"x q[{w}];" for w in inst.wires]
-    raise ValueError(f"to_qasm: OpenQASM 2.0 has no channels; cannot write {inst!r}")
+def _is_flip(inst) -> bool:
+    return bool(getattr(inst, "condition_flip", False))
+
+
+def _is_measure(inst) -> bool:
+    return inst.label.startswith("measure")
+
+
+def _read_conditions(circuit: Circuit, at: dict) -> dict:
+    """{op index: {condition wire: outcome}} for the classically controlled ops whose condition
+    wires all hold their last measurement: these are written as ``if`` statements. The outcome a
+    wire must read is 1, or 0 where the circuit put an odd number of condition flips on it since
+    its measurement (a gate conditioned on 0 is the controlled gate between two flips)."""
+    holding, flips, conditions = set(), {}, {}
+    for i in range(len(circuit.ops) + 1):
+        for inst in at.get(i, ()):
+            if _is_flip(inst):
+                for w in inst.wires:
+                    flips[w] = flips.get(w, 0) ^ 1
+            elif _is_measure(inst):
+                holding.update(inst.wires)
+                flips.update(dict.fromkeys(inst.wires, 0))
+            else:
+                holding.difference_update(inst.wires)
+        if i == len(circuit.ops):
+            break
+        op = circuit.ops[i]
+        condition = G.condition_of(op.gate)
+        n_read = condition[0] if condition else 0
+        if condition and all(w in holding for w in op.wires[:n_read]):
+            conditions[i] = {w: 1 ^ flips.get(w, 0) for w in op.wires[:n_read]}
+        else:
+            n_read = 0          # written as the controlled gate it is: it acts on every wire
+        holding.difference_update(op.wires[n_read:])
+    return conditions
+
+
+def _conditioned_gate(gate: G.Gate) -> G.Gate:
+    """The gate a classically controlled ``gate`` applies (``controlled`` merged its controls in)."""
+    n_conditions, name = G.condition_of(gate)
+    if name in G.GATES:
+        return G.GATES[name]
+    own_controls = gate.n_controls - n_conditions
+    return G.controlled(gate.target, own_controls, name) if own_controls else gate.target
+
+
+def _register_of(wires: tuple) -> str:
+    """The creg an ``if`` on ``wires`` reads: c<w> holds wire w's outcome; several wires are
+    measured again (they still hold their outcomes, so the value repeats) into c<w0>_<w1>..."""
+    return "c" + "_".join(map(str, wires))
 
 
 def to_qasm(circuit: Circuit, *, bind: bool = True, measure: bool = False) -> str:
     """OpenQASM 2.0 text of ``circuit`` on ``qreg q[n]`` (q[i] is wire i); ``measure=True`` adds
     ``creg c[n]`` and a final ``measure q -> c``. A MixedCircuit's measurements and resets are
-    written where they stand (into ``creg c[n]``), gates conditioned on them as the controlled
-    gates they equal on measured qubits (read back, the circuit acts the same); channels and noise
-    models have no OpenQASM 2.0 form and raise ``ValueError``."""
+    written where they stand, into ``creg c[n]``; where it has gates conditioned on measurements
+    (``condition=``), every wire gets its own one-bit ``creg c<w>[1]`` instead (OpenQASM 2.0's
+    ``if`` compares a whole register) and each conditioned gate is an ``if(c<w>==k) <gate>;``
+    per qelib1 step; a condition on several wires first measures them again into
+    ``creg c<w0>_<w1>...`` (they still hold their outcomes, so this repeats them and changes
+    nothing). Read back with ``MixedCircuit.from_qasm`` the gates are the same conditioned gates.
+    Channels and noise models have no OpenQASM 2.0 form and raise ``ValueError``."""
     if not isinstance(circuit, Circuit):
         raise TypeError(f"to_qasm: expected a Circuit, got {type(circuit).__name__}")
     n = circuit.n_wires
@@ -876,23 +993,49 @@ def to_qasm(circuit: Circuit, *, bind: bool = True, measure: bool = False) -> st
         raise ValueError("to_qasm: OpenQASM 2.0 has no noise; export the circuit without its noise_model")
     at: dict = {}
     for pos, inst in getattr(circuit, "instructions", ()):
+        if not (_is_flip(inst) or _is_measure(inst) or inst.label.startswith("reset")):
+            raise ValueError(f"to_qasm: OpenQASM 2.0 has no channels; cannot write {inst!r}")
         at.setdefault(pos, []).append(inst)
-    mid_measure = any(inst.label.startswith("measure") for insts in at.values() for inst in insts)
+    conditions = _read_conditions(circuit, at)
+    per_wire = bool(conditions)
+    mid_measure = any(_is_measure(inst) for insts in at.values() for inst in insts)
     lines = ["OPENQASM 2.0;", 'include "qelib1.inc";', f"qreg q[{n}];"]
-    if measure or mid_measure:
+    if per_wire:
+        lines += [f"creg c{w}[1];" for w in range(n)]
+        several = dict.fromkeys(tuple(c) for c in conditions.values() if len(c) > 1)
+        lines += [f"creg {_register_of(wires)}[{len(wires)}];" for wires in several]
+    elif measure or mid_measure:
         lines.append(f"creg c[{n}];")
+    bit = (lambda w: f"c{w}[0]") if per_wire else (lambda w: f"c[{w}]")
     for i in range(len(circuit.ops) + 1):
         for inst in at.get(i, ()):
-            lines += _instruction_qasm(inst)
+            if _is_flip(inst):
+                # MixedCircuit.add puts a pair around the one gate it conditions on outcome 0, on
+                # a wire holding its measurement: that gate is an 'if' comparing with 0, no flip
+                continue
+            if _is_measure(inst):
+                lines += [f"measure q[{w}] -> {bit(w)};" for w in inst.wires]
+            else:
+                lines += [f"reset q[{w}];" for w in inst.wires]
         if i == len(circuit.ops):
             break
         op = circuit.ops[i]
-        steps = _sequence(op.gate, len(op.wires), _angles(circuit, op, bind))
+        angles = _angles(circuit, op, bind)
+        condition = conditions.get(i)
+        gate, wires, prefix = op.gate, op.wires, ""
+        if condition is not None:
+            gate, wires = _conditioned_gate(op.gate), op.wires[len(condition):]
+            read = tuple(condition)
+            value = sum(outcome << j for j, outcome in enumerate(condition.values()))
+            if len(read) > 1:
+                lines += [f"measure q[{w}] -> {_register_of(read)}[{j}];" for j, w in enumerate(read)]
+            prefix = f"if({_register_of(read)}=={value}) "
+        steps = _sequence(gate, len(wires), angles)
         if op.adjoint:
-            steps = [s for step in reversed(steps) for s in _dagger(step, op.gate.name)]
+            steps = [s for step in reversed(steps) for s in _dagger(step, gate.name)]
         for name, local, v in steps:
             params = f"({', '.join(_format(x) for x in v)})" if v else ""
-            lines.append(f"{name}{params} {', '.join(f'q[{op.wires[j]}]' for j in local)};")
+            lines.append(f"{prefix}{name}{params} {', '.join(f'q[{wires[j]}]' for j in local)};")
     if measure:
-        lines.append("measure q -> c;")
+        lines += [f"measure q[{w}] -> c{w}[0];" for w in range(n)] if per_wire else ["measure q -> c;"]
     return "\n".join(lines) + "\n"

@@ -7,7 +7,7 @@ For each n: MaxCut on a random 3-regular graph (seed 1), ``--starts`` starts of 
 ramp, complex64, the default adjoint route (half register: MaxCut is bit-flip symmetric):
 
 * ``expected_cost`` and ``cvar(alpha)``: one forward + backward of the sum over starts (the CVaR
-  goes through the state path of the adjoint sweep, the expectation through its energy path);
+  seeds the adjoint sweep with its per-state gradient, the expectation with the cost diagonal);
 * ``cvar math``: :func:`cvar_from_probabilities` alone (gather in cost order, float64 cumulative
   sum, clip, one backward pass) on the (starts, 2^(n-1)) half-register probabilities, with the
   cost order already cached (the one sort per model is reported apart, ``sort once``).

@@ -62,7 +62,7 @@ from .qaoa_ops import (_flip_symmetric, _i_power, _kron_power, _level_table, _po
                        _swap_matrix, _xy_matrix)
 from .workspace import _Pool
 from .cvar import check_alpha, cost_order, cvar_from_probabilities, cvar_from_samples
-from .qaoa_adjoint import _AdjointQAOA, _InPlaceSweeps
+from .qaoa_adjoint import _AdjointCVaR, _AdjointQAOA, _InPlaceSweeps
 
 
 __all__ = ["QAOA", "qaoa", "qaoa_circuit", "MultiStartQAOA", "QAOAResult", "MIXERS", "MIXER_KERNELS"]
@@ -487,6 +487,13 @@ class QAOA(_InPlaceSweeps, nn.Module):
             return cvar_from_probabilities(probabilities[..., :N // 2], self._cvar_order(), alpha, multiplicity=2)
         return cvar_from_probabilities(probabilities, self._cvar_order(), alpha)
 
+    def _cvar_rows(self, probabilities: torch.Tensor, alpha: float) -> torch.Tensor:
+        """CVaR of the simulated register's probabilities (B, N_sim) (the half under symmetry), (B,)."""
+        B, Ns = probabilities.shape
+        G = self.n_graphs
+        p = probabilities if G == 1 else probabilities.view(G, B // G, Ns)
+        return cvar_from_probabilities(p, self._cvar_order(), alpha, multiplicity=2 if self._z2 else 1).reshape(B)
+
     def cvar(self, angles, alpha, diff_method: Optional[str] = None, shots: Optional[int] = None,
              generator: Optional[torch.Generator] = None) -> torch.Tensor:
         """CVaR_alpha of the cost (Barkoutsos et al. 2020): the expected cost over the lowest-cost
@@ -499,6 +506,11 @@ class QAOA(_InPlaceSweeps, nn.Module):
         """
         alpha = check_alpha(alpha, "QAOA.cvar")
         if shots is None:
+            method = self.diff_method if diff_method is None else diff_method
+            if method == "adjoint":
+                gam, bet, shape, _ = self._angles(angles)
+                check_allocation(self.n_qubits, gam.shape[0], self.dtype, self.device)
+                return _AdjointCVaR.apply(gam, bet, self, alpha).reshape(shape)
             return self.cvar_of_probabilities(self.forward(angles, "probabilities", diff_method), alpha)
         samples = self.sample(angles, shots, generator=generator)          # shape + (shots,)
         d = self._diag64.to(samples.device)

@@ -242,7 +242,7 @@ class _InPlaceSweeps:
         T.mul_(c["ksig"])
         X.mul_(torch.cos(beta).to(X.dtype).view(B, 1)).addcmul_(T, (sign * torch.sin(beta)).to(X.dtype).view(B, 1))
 
-    def _backward_real(self, gam, bet, psi, grad_out, want_state):
+    def _backward_real(self, gam, bet, psi, grad_out, want_state, diag=None):
         """Adjoint sweep of the real route with φ and λ stacked in one (2B, N) buffer, so that each
         un-compute (GEMM, reversal, phase) is one call over both. Per layer: the mixer blocks
         (wire 0's rotation commutes with them, so it is undone after them, fused with the cost
@@ -254,7 +254,10 @@ class _InPlaceSweeps:
         Z = pool.take((2 * B, N), dt, dev)            # the saved state stays intact (retain_graph)
         Z[:B].copy_(psi)
         Lam = Z[B:]
-        if want_state:
+        if diag is not None:                          # per-row real diagonal, frame-invariant
+            torch.mul(Z[:B], diag, out=Lam)
+            Lam.mul_(2)
+        elif want_state:
             g = grad_out.reshape(B, -1)
             if self._z2:
                 torch.add(g[:, :N], g[:, N:].flip(1), out=Lam)
@@ -336,10 +339,12 @@ class _InPlaceSweeps:
             X = apply_matrix_unchecked(X, mats[key], wires, n)
         return X
 
-    def _backward(self, gam, bet, psi, grad_out, want_state):
-        """Adjoint sweep: returns (dγ (B, p), dβ (B, p)) in float64."""
+    def _backward(self, gam, bet, psi, grad_out, want_state, diag=None):
+        """Adjoint sweep: returns (dγ (B, p), dβ (B, p)) in float64. ``diag`` (B, N_sim) real: the
+        loss's gradient in the simulated register's probabilities (the sweep of ⟨ψ|diag|ψ⟩ per row),
+        replacing ``grad_out`` and the cost diagonal."""
         if self._real_route:
-            return self._backward_real(gam, bet, psi, grad_out, want_state)
+            return self._backward_real(gam, bet, psi, grad_out, want_state, diag)
         c = self._consts()
         B, N = psi.shape
         G, p = self.n_graphs, self.p
@@ -348,7 +353,10 @@ class _InPlaceSweeps:
         Psi = pool.take((B, N), dt, psi.device)          # the saved state stays intact (retain_graph)
         Psi.copy_(psi)
         Lam = pool.take((B, N), dt, psi.device)
-        if want_state:
+        if diag is not None:
+            torch.mul(Psi, diag, out=Lam)
+            Lam.mul_(2)
+        elif want_state:
             g = grad_out.reshape(B, -1)
             if self._z2:                      # ψ = [φ, reverse(φ)]: the gradient of φ collects both halves
                 torch.add(g[:, :N], g[:, N:].flip(1), out=Lam)
@@ -474,4 +482,49 @@ class _AdjointQAOA(torch.autograd.Function):
             return dg, db, None, None
         with torch.no_grad(), _threads(ctx.model._threads_for(gam.shape[0])):
             dg, db = ctx.model._backward(gam.detach(), bet.detach(), ctx.psi, grad_out, ctx.want_state)
+        return dg.to(gam.dtype), db.to(bet.dtype), None, None
+
+
+class _AdjointCVaR(torch.autograd.Function):
+    """CVaR_α of every row through the in-place engine. Its gradient is that of ⟨ψ|W|ψ⟩ for the
+    per-row diagonal W = ∂CVaR/∂p (p = |ψ|²), so backward seeds the one reverse sweep with
+    λ = 2 W ψ: neither the caller's full state nor |ψ|²'s autograd graph is built."""
+
+    @staticmethod
+    def forward(ctx, gam, bet, model: QAOA, alpha: float):
+        needs = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+        with torch.no_grad(), _threads(model._threads_for(gam.shape[0])):
+            psi = model._run_inplace(gam, bet)
+            probs = torch.view_as_real(psi).square().sum(-1)            # (B, N_sim), frame-invariant
+        with torch.enable_grad():
+            p = probs.requires_grad_(needs)
+            value = model._cvar_rows(p, alpha)
+        ctx.model, ctx.alpha = model, alpha
+        if needs:
+            ctx.psi, ctx.p, ctx.value = psi, p, value
+            ctx.lease = _Lease(model._pool, psi)
+        else:
+            model._pool.give(psi)
+        ctx.save_for_backward(gam, bet)
+        return value.detach()
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        gam, bet = ctx.saved_tensors
+        model = ctx.model
+        if torch.is_grad_enabled():
+            # create_graph: differentiate the out-of-place replay (as _AdjointQAOA does)
+            needs = ctx.needs_input_grad[:2]
+            with torch.enable_grad():
+                psi = model._run_backprop(gam, bet)
+                out = model.cvar_of_probabilities(psi.real.square() + psi.imag.square(), ctx.alpha).reshape(-1)
+                ins = [t for t, need in zip((gam, bet), needs) if need]
+                grads = iter(torch.autograd.grad(out, ins, grad_out, create_graph=True, allow_unused=True))
+            dg, db = (next(grads) if need else None for need in needs)
+            return dg, db, None, None
+        # the small CVaR graph is kept: backward may run again (retain_graph=True, gradcheck)
+        (w,) = torch.autograd.grad(ctx.value, ctx.p, grad_out, retain_graph=True)
+        with torch.no_grad(), _threads(model._threads_for(gam.shape[0])):
+            dg, db = model._backward(gam.detach(), bet.detach(), ctx.psi, None, False,
+                                     diag=w.to(REAL_OF[model.dtype]))
         return dg.to(gam.dtype), db.to(bet.dtype), None, None

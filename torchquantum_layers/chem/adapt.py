@@ -198,6 +198,7 @@ class AdaptVQEResult:
     """``energy``: ⟨H⟩ of the final ansatz ``circuit`` (angles ``weights``); ``operators``: the pool
     operators appended, in order; ``energies[k]`` and ``gradient_norms[k]``: the energy and the pool
     gradient's norm ‖g‖ before iteration k adds its operator (the last entry: after the last one);
+    ``tapering``: the :class:`~tql.chem.Z2Tapering` the run used (``taper=True``), else None;
     ``converged``: stopped by ``grad_tol`` / ``energy_tol`` / ``target`` (``reason`` says which) rather
     than by ``max_iterations``; ``n_evaluations``: energy evaluations of all the inner optimisations."""
     energy: float
@@ -212,6 +213,7 @@ class AdaptVQEResult:
     n_evaluations: int
     wall_time: float
     circuit: Circuit = field(repr=False)
+    tapering: Optional[object] = field(default=None, repr=False)
 
     @property
     def labels(self) -> list:
@@ -240,7 +242,8 @@ def adapt_vqe(H, n_electrons: int, pool: Union[str, Sequence[PoolOperator]] = "s
               target: Optional[float] = None, atol: float = CHEMICAL_ACCURACY, optimizer="lbfgs",
               lr: Optional[float] = None, steps: int = 100, inner_tol: float = 1e-10,
               diff_method: str = "auto", reference: Optional[Sequence[int]] = None,
-              dtype=torch.complex128, device=None, callback: Optional[Callable] = None) -> AdaptVQEResult:
+              dtype=torch.complex128, device=None, callback: Optional[Callable] = None,
+              taper: bool = False) -> AdaptVQEResult:
     """Run ADAPT-VQE on the qubit Hamiltonian ``H`` for ``n_electrons`` (module docstring).
 
     Each iteration appends the pool operator of largest |∂E/∂θ| and re-optimises all angles with
@@ -249,6 +252,12 @@ def adapt_vqe(H, n_electrons: int, pool: Union[str, Sequence[PoolOperator]] = "s
     ‖g‖ < ``grad_tol``, when an iteration gains less than ``energy_tol`` Ha (if given), when
     ``|E − target| <= atol`` (if ``target`` is given, e.g. the FCI energy) or after
     ``max_iterations`` operators. ``callback(k, result_so_far)`` runs after each iteration.
+
+    ``taper=True`` runs on the Z2-tapered register (:func:`tql.chem.z2_taper`, the reference's
+    sector): H, the reference and a Pauli-rotation pool (``"qubit"`` or a list of Pauli rotations)
+    are tapered by the same Clifford — pool strings that do not commute with the symmetries are
+    dropped (their gradient vanishes on the sector) — and the circuit acts on the fewer qubits
+    (``result.tapering`` maps back). Givens excitations are no moves there and are refused.
     """
     what = "adapt_vqe"
     if not hasattr(H, "terms") or not hasattr(H, "n_wires"):
@@ -257,6 +266,19 @@ def adapt_vqe(H, n_electrons: int, pool: Union[str, Sequence[PoolOperator]] = "s
     n_electrons = _int(n_electrons, "n_electrons", what, 0)
     bits = _reference_bits(n_electrons, n, reference, what)
     ops = _check_pool(pool, n, n_electrons, reference, what)
+    if not isinstance(taper, bool):
+        raise TypeError(f"{what}: taper must be True or False, got {taper!r}")
+    tapering = None
+    if taper:
+        if any(op.kind == "gate" for op in ops):
+            raise ValueError(f"{what}: taper=True needs a pool of Pauli rotations (pool='qubit'): Givens excitations "
+                             f"move electrons between spin orbitals of the full register, which the tapered qubits "
+                             f"are not")
+        from .tapering import z2_taper
+        H, tapering = z2_taper(H, reference=bits)
+        bits = tapering.reference_bits(bits)
+        n = tapering.n_tapered_qubits
+        ops = _tapered_pool(ops, tapering)
     if not ops:
         raise ValueError(f"{what}: the operator pool is empty (no excitation exists for {n_electrons} electrons "
                          f"in {n} spin orbitals)")
@@ -333,10 +355,25 @@ def adapt_vqe(H, n_electrons: int, pool: Union[str, Sequence[PoolOperator]] = "s
             maxima.append(math.nan)
             reason, converged = "energy_tol", True
             break
-    return _result(circuit, chosen, energies, norms, maxima, converged, reason, n_evaluations, start)
+    return _result(circuit, chosen, energies, norms, maxima, converged, reason, n_evaluations, start, tapering)
 
 
-def _result(circuit, chosen, energies, norms, maxima, converged, reason, n_evaluations, start) -> AdaptVQEResult:
+def _tapered_pool(ops, tapering) -> list:
+    """Each Pauli-rotation pool string through the tapering's Clifford (a ±1 multiple of one string:
+    the sign joins the angle), those that commute with every symmetry, without repeats."""
+    out = {}
+    for op in ops:
+        p = PauliString(op.pauli, n_wires=tapering.n_qubits)
+        if not all(p.commutes_with(g) for g in tapering.generators):
+            continue
+        terms = tapering.apply(p).terms
+        if len(terms) == 1 and terms[0][1].wires:
+            out.setdefault(str(terms[0][1]), PoolOperator.pauli_rotation(terms[0][1]))
+    return list(out.values())
+
+
+def _result(circuit, chosen, energies, norms, maxima, converged, reason, n_evaluations, start,
+            tapering=None) -> AdaptVQEResult:
     return AdaptVQEResult(energies[-1], circuit.weights.detach().clone(), list(chosen), list(energies),
                           list(norms), list(maxima), len(chosen), converged, reason, n_evaluations,
-                          time.perf_counter() - start, circuit)
+                          time.perf_counter() - start, circuit, tapering)

@@ -481,12 +481,7 @@ def quiet():
         yield
 
 
-def trainer(max_steps, **kw):
-    opts = dict(accelerator="cpu", devices=1, max_steps=max_steps, max_epochs=-1, logger=False,
-                enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False,
-                log_every_n_steps=1, num_sanity_val_steps=0)
-    opts.update(kw)
-    return pl.Trainer(**opts)
+from .test_qaoa_task import trainer  # noqa: E402  (the QAOA task tests' quiet Trainer)
 
 
 def test_task_trains_on_cvar_logs_it_and_resumes(tmp_path, quiet):

@@ -9,7 +9,9 @@ Use it with scikit-learn's ``SVC(kernel="precomputed")``::
     svc = SVC(kernel="precomputed").fit(K_train, y_train)
     svc.predict(tql.qml.fidelity_kernel(enc, iqp_features(X_test), iqp_features(X_train)))
 
-or hand ``SVC(kernel=tql.qml.FidelityKernel(layer))`` the callable form, or pass a
+or hand ``SVC(kernel=tql.qml.FidelityKernel(layer))`` the callable form (``kernel.gram(X1, X2)``
+builds the NumPy matrix in memory-bounded row chunks; ``kernel.matrix`` is the differentiable
+tensor that kernel training uses), or pass a
 :class:`~torchquantum_layers.QuantumLayer` built with ``from_template(n, 0, encoding="iqp",
 ansatz="none")``, whose input map computes the products itself.
 """
@@ -23,7 +25,7 @@ import torch
 from ..circuit import Circuit
 from ..kernels.state import REAL_OF
 
-__all__ = ["encode", "fidelity_kernel", "FidelityKernel"]
+__all__ = ["encode", "fidelity_kernel", "FidelityKernel", "CHUNK_ELEMENTS"]
 
 Encoder = Union[Circuit, "torch.nn.Module", Callable]
 
@@ -176,22 +178,106 @@ def fidelity_kernel(encoder: Encoder, X1, X2=None, *, batch_size: Optional[int] 
     return K.to(out_dtype)
 
 
-class FidelityKernel:
-    """A callable ``kernel(X, Y) -> ndarray`` for scikit-learn: ``SVC(kernel=FidelityKernel(enc))``.
+# A row chunk of a Gram matrix holds at most this many values per intermediate (states of the
+# chunk, its block of overlaps): 2**23 complex64 values are 64 MiB, whatever N and n are.
+CHUNK_ELEMENTS = 2 ** 23
 
-    Evaluates :func:`fidelity_kernel` without gradients and returns float64 NumPy arrays.
+
+def row_chunk(batch_size: Optional[int], width: int, what: str) -> int:
+    """Rows per chunk: ``batch_size`` if given, else as many as keep ``rows * width`` within
+    :data:`CHUNK_ELEMENTS` (``width`` the widest per-row intermediate)."""
+    if batch_size is not None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"{what}: batch_size must be a positive int or None, got {batch_size!r}")
+        return batch_size
+    return max(1, CHUNK_ELEMENTS // max(1, width))
+
+
+def features_on_device(encoder: Encoder, X, what: str, name: str) -> torch.Tensor:
+    """``X`` as a ``(N, F)`` tensor in the encoder circuit's real dtype and on its device (a
+    callable encoder: as given), so that row slices of it can be encoded chunk by chunk."""
+    circuit, _, _ = _encoder_parts(encoder, what)
+    if circuit is None:
+        return _as_features(X, what, name, None, None)
+    return _as_features(X, what, name, REAL_OF[circuit.dtype], circuit.device)
+
+
+def encoder_width(encoder: Encoder) -> int:
+    """``2**n`` of a circuit encoder, or 1 where it is unknown before running (a callable)."""
+    circuit, _, _ = _encoder_parts(encoder, "encoder_width")
+    return 1 if circuit is None else 2 ** circuit.n_wires
+
+
+def trainable_parameters(encoder: Encoder) -> list:
+    """The encoder's tensors that require a gradient (a Circuit's or QuantumLayer's weights)."""
+    if isinstance(encoder, torch.nn.Module):
+        return [p for p in encoder.parameters() if p.requires_grad and p.numel() > 0]
+    return []
+
+
+def as_tensor_features(X) -> torch.Tensor:
+    """Arrays and lists as tensors (dtype conversion is left to :func:`encode`)."""
+    return X if isinstance(X, torch.Tensor) else torch.as_tensor(np.asarray(X))
+
+
+class FidelityKernel:
+    """The fidelity kernel ``|⟨φ(x)|φ(x')⟩|²`` of an encoder, for scikit-learn and for training.
+
+    * ``kernel(X, Y)`` / ``kernel.gram(X1, X2=None)``: float64 NumPy Gram matrix without
+      gradients, so ``SVC(kernel=kernel)`` and ``SVC(kernel="precomputed").fit(kernel.gram(X), y)``
+      both work. Rows of ``X1`` are encoded and multiplied in chunks of ``batch_size`` (default:
+      chunks of at most :data:`CHUNK_ELEMENTS` values per intermediate), so the peak memory is
+      the ``N2`` states of ``X2`` plus one chunk, besides the ``(N1, N2)`` result. The result is
+      assembled on the circuit's device (CPU or CUDA, same code) and copied to the host once.
+    * ``kernel.matrix(X1, X2=None)``: the same matrix as a differentiable tensor
+      (:func:`fidelity_kernel`), what :func:`~torchquantum_layers.qml.train_kernel` optimises.
     """
 
     def __init__(self, encoder: Encoder, batch_size: Optional[int] = None):
         _encoder_parts(encoder, "FidelityKernel")
+        row_chunk(batch_size, 1, "FidelityKernel")
         self.encoder = encoder
         self.batch_size = batch_size
 
     def __call__(self, X, Y=None) -> np.ndarray:
+        return self.gram(X, Y)
+
+    def parameters(self) -> list:
+        """The encoder's trainable tensors (what kernel training updates)."""
+        return trainable_parameters(self.encoder)
+
+    def matrix(self, X1, X2=None) -> torch.Tensor:
+        """Differentiable ``(N1, N2)`` tensor: :func:`fidelity_kernel` of tensors."""
+        return fidelity_kernel(self.encoder, as_tensor_features(X1), None if X2 is None else as_tensor_features(X2),
+                               batch_size=self.batch_size)
+
+    def gram(self, X1, X2=None) -> np.ndarray:
+        """``(N1, N2)`` float64 NumPy Gram matrix (``X2=None``: ``K(X1, X1)``, exactly symmetric)."""
+        what = "FidelityKernel.gram"
         with torch.no_grad():
-            K = fidelity_kernel(self.encoder, np.asarray(X), None if Y is None else np.asarray(Y),
-                                batch_size=self.batch_size)
-        return K
+            x1 = features_on_device(self.encoder, X1, what, "X1")
+            symmetric = X2 is None
+            n1 = x1.shape[0]
+            n2 = n1 if symmetric else None
+            if not symmetric:
+                x2 = features_on_device(self.encoder, X2, what, "X2")
+                n2 = x2.shape[0]
+            rows = row_chunk(self.batch_size, max(encoder_width(self.encoder), n2), what)
+            psi1_all = encode(self.encoder, x1, batch_size=rows, what=what, name="X1") if symmetric else None
+            psi2 = psi1_all if symmetric else encode(self.encoder, x2, batch_size=rows, what=what, name="X2")
+            out = torch.empty(n1, n2, dtype=torch.float64, device=psi2.device)
+            for start in range(0, n1, rows):
+                stop = min(start + rows, n1)
+                psi1 = psi1_all[start:stop] if symmetric else encode(self.encoder, x1[start:stop], what=what,
+                                                                     name="X1")
+                if psi1.shape[1] != psi2.shape[1]:
+                    raise ValueError(f"{what}: X1 and X2 were encoded into states of different sizes "
+                                     f"{psi1.shape[1]} and {psi2.shape[1]}")
+                overlap = psi1.conj() @ psi2.to(psi1.dtype).transpose(0, 1)
+                out[start:stop] = overlap.real.square() + overlap.imag.square()
+            if symmetric:
+                out = 0.5 * (out + out.transpose(0, 1))
+            return out.cpu().numpy()
 
     def __repr__(self) -> str:
         return f"FidelityKernel({type(self.encoder).__name__})"

@@ -5,6 +5,8 @@
 * :func:`vqsvd` — variational quantum singular value decomposition;
 * :func:`quantum_autoencoder` — compress a mixed state into fewer qubits;
 * :func:`train_qgan` / :class:`QGAN` — a quantum GAN learning a pure state;
+* :func:`vqls` — variational quantum linear solver (local / global cost; :func:`vqls_cost` for a
+  fixed state; :func:`pauli_decompose` of a dense matrix);
 * :func:`gradient_variance` — the barren-plateau study (:func:`plot_gradient_variance` with the
   ``plot`` extra).
 """
@@ -14,8 +16,10 @@ from .gibbs import GibbsResult, free_energy_loss, gibbs_state, prepare_gibbs_sta
 from .qgan import QGAN, QGANResult, default_target, train_qgan
 from .vqsd import VQSDResult, spectrum_state, vqsd
 from .vqsvd import VQSVDResult, paddle_random_matrix, vqsvd
+from .vqls import VQLSResult, ising_linear_system, pauli_decompose, vqls, vqls_cost
 
 __all__ = ["prepare_gibbs_state", "gibbs_state", "free_energy_loss", "GibbsResult", "vqsd", "spectrum_state",
            "VQSDResult", "vqsvd", "paddle_random_matrix", "VQSVDResult", "quantum_autoencoder", "autoencode",
            "AutoencoderResult", "QGAN", "train_qgan", "default_target", "QGANResult", "gradient_variance",
-           "gradient_samples", "plot_gradient_variance", "random_layer_circuit", "BarrenResult"]
+           "gradient_samples", "plot_gradient_variance", "random_layer_circuit", "BarrenResult", "vqls", "vqls_cost",
+           "VQLSResult", "pauli_decompose", "ising_linear_system"]

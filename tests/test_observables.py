@@ -797,3 +797,19 @@ def test_hermiticity_is_judged_relative_to_the_coefficients():
     assert Hamiltonian([(1.0, "Z0"), (1e-14j, "X1")]).is_hermitian
     assert not Hamiltonian([(1.0, "Z0"), (1e-9j, "X1")]).is_hermitian
     assert Hamiltonian([]).is_hermitian
+
+
+def test_hamiltonian_from_a_dense_matrix_round_trips():
+    from . import oracle
+    rng = np.random.default_rng(3)
+    labels = ["XIZ", "YYI", "IZX", "ZZZ", "III"]
+    coeffs = rng.normal(size=5) + 1j * rng.normal(size=5)
+    dense = sum(c * oracle.pauli_matrix(lab) for c, lab in zip(coeffs, labels))
+    H = tql.Hamiltonian.from_matrix(dense)
+    np.testing.assert_allclose(H.to_dense().numpy(), dense, atol=1e-12)
+    assert len(H.terms) == 5
+    got = {p.label(3): complex(c) for c, p in H.terms}
+    for c, lab in zip(coeffs, labels):
+        assert got[lab] == pytest.approx(c, abs=1e-12)
+    with pytest.raises(ValueError, match="not a power of two"):
+        tql.Hamiltonian.from_matrix(np.eye(6))

@@ -46,6 +46,7 @@ from .pauli import PauliString  # noqa: I001
 from .hamiltonian import DENSE_MAX_WIRES, TABLE_CACHE_BYTES, Hamiltonian, commutator
 from .evaluate import apply_hamiltonian, diagonal_table, expectation, weighted_bra
 from .shots import qwc_groups
+from .decompose import pauli_decompose
 
 __all__ = ["PauliString", "Hamiltonian", "expectation", "apply_hamiltonian", "commutator",
-           "qwc_groups", "diagonal_table", "weighted_bra", "TABLE_CACHE_BYTES", "DENSE_MAX_WIRES"]
+           "qwc_groups", "diagonal_table", "weighted_bra", "TABLE_CACHE_BYTES", "DENSE_MAX_WIRES", "pauli_decompose"]

@@ -510,6 +510,13 @@ class Hamiltonian:
                              f"but n_wires={n}")
         return n
 
+    @classmethod
+    def from_matrix(cls, matrix, tol: float = 1e-12) -> "Hamiltonian":
+        """The Pauli sum of a dense ``(2**n, 2**n)`` matrix (:func:`~.decompose.pauli_decompose`):
+        ``Hamiltonian.from_matrix(H.to_dense())`` gives ``H`` back."""
+        from .decompose import pauli_decompose
+        return pauli_decompose(matrix, tol)
+
     def to_dense(self, n_wires: Optional[int] = None, dtype=torch.complex128, device=None,
                  force: bool = False) -> torch.Tensor:
         """The 2^n × 2^n matrix (wire 0 = most significant bit). Refuses n > 14 unless ``force``."""

@@ -57,6 +57,25 @@ named graph (:func:`named_graph`): ``"paddle"`` (Paddle Quantum's MaxCut tutoria
 ``"Dregular:N[:seed=S]"`` (a seeded random D-regular graph, e.g. ``"3regular:16:seed=1"``; seed 0
 when left out, so a checkpoint always rebuilds the same graph).
 
+Noisy device (``noise_model=`` a plain-data noise spec, :mod:`lightning_tasks.noise_spec`, e.g.
+``{"channels": [{"channel": "depolarizing", "p": 0.01, "gates": ["RZZ"]}], "readout": {"p01": 0.02}}``):
+the starts run as one batch of density matrices of the gate-level X-mixer circuit
+(:class:`~torchquantum_layers.optimization.noisy.NoisyQAOA`: H, then per layer RZ / RZZ / RX, each
+channel after the gates its rule names) and the task trains on the expected cost the device
+reports, after ``mitigation`` (``"zne"``, ``"readout"`` or ``"zne+readout"``). Every logged and
+reported quantity is then the device's: the best start is the one of the lowest REPORTED cost (the
+only cost a device user sees), ``expected_cost`` / ``mean_cost`` / ``history`` / ``best_cost`` are
+reported costs, ``best_ratio`` is the approximation ratio of the reported cost (a mitigated cost can
+leave [0, 1]), ``optimum_probability``, ``expected_objective``, ``feasible_probability`` and the
+top bitstrings of :attr:`best` come from the distribution as read out (readout errors included,
+no mitigation: what sampling the device gives). Next to them ``ideal_expected_cost`` and
+``ideal_ratio`` are the noiseless values of the same angles (the exact QAOA engine), so the effect
+of the noise and of its mitigation shows; :attr:`best` carries them too, and :meth:`result` stays
+the noiseless analysis of every start. Density matrices need ``4**n`` entries per start: up to
+:data:`~torchquantum_layers.optimization.noisy.MAX_DENSITY_QUBITS` (12) qubits. With noise:
+``diff_method="backprop"``, ``mixer="x"``, no ``cvar_alpha`` and no ``optimizer="qng"`` (its metric
+is that of a pure state); Adam, SGD, L-BFGS and SPSA train, and checkpoints resume exactly.
+
 Layer-by-layer growth (``grow=True``): training starts at depth 1 and adds one layer every
 ``steps_per_layer`` optimizer steps until depth ``p``, each new depth warm-started by INTERP
 (Zhou et al. 2020) from every start's angles; the optimizer state is reset at each growth (its
@@ -77,9 +96,11 @@ from torch import nn
 from torchquantum_layers import optimization as opt
 from torchquantum_layers.optim import make_optimizer, optimizer_class
 from torchquantum_layers.optimization.cvar import check_alpha
+from torchquantum_layers.optimization.noisy import MAX_DENSITY_QUBITS, NoisyQAOA
 from torchquantum_layers.optimization.problems import MAX_EXACT_QUBITS
 
-from .single_point import SinglePointTask
+from .noise_spec import check_noise_optimizer, check_noise_options
+from .single_point import SinglePointTask, plain_hparam
 
 __all__ = ["QAOATask", "QAOABest", "named_graph", "PROBLEMS", "PADDLE_GRAPH", "INITS", "OPTIMIZERS"]
 
@@ -196,6 +217,10 @@ class QAOABest:
     top_probabilities: list
     solution: object                 # problem.decode(top_bitstrings[0]) (repaired when infeasible)
     objective: float                 # natural objective of that solution (cut weight, tour length, ...)
+    # with a noise model the fields above are as the device reports them; these are the noiseless
+    # values of the same angles (None without noise)
+    ideal_expected_cost: Optional[float] = None
+    ideal_approximation_ratio: Optional[float] = None
 
 
 class QAOATask(SinglePointTask):
@@ -233,6 +258,14 @@ class QAOATask(SinglePointTask):
             (start 0 exact, the others perturbed by ``noise``) or ``(n_starts, 2·d0)``; not a
             hyperparameter (a checkpoint holds the trained angles).
         cvar_alpha: None (default) trains the expected cost; a number in (0, 1] trains CVaR_α.
+        noise_model: None (default: the exact pure-state QAOA), or a noise spec as plain data (a
+            dict, :mod:`lightning_tasks.noise_spec`; a ``NoiseModel`` object is refused, as it
+            could not be saved in a checkpoint or config): the task then trains on the costs a
+            noisy device reports (module notes). Not ``noise``, which is the spread of the starts.
+        mitigation: with ``noise_model``, ``"zne"`` (zero-noise extrapolation by global folding
+            at ``zne_scale_factors``, default 1, 3, 5, extrapolated by ``zne_extrapolation``:
+            ``"richardson"`` (default), ``"linear"`` or ``"exponential"``), ``"readout"`` (the
+            readout-mitigated cost observable) or ``"zne+readout"``.
     """
 
     def __init__(self, problem: str = "maxcut", graph: Optional[Union[list, str]] = None,
@@ -247,7 +280,9 @@ class QAOATask(SinglePointTask):
                  delta: Optional[float] = None, mixer: str = "x", optimizer: str = "adam",
                  lr: Optional[float] = None, grow: bool = False, steps_per_layer: int = 50,
                  diff_method: str = "adjoint", dtype: str = "complex64", seed: int = 0, top_k: int = 5,
-                 init_angles: Optional[list] = None, cvar_alpha: Optional[float] = None):
+                 init_angles: Optional[list] = None, cvar_alpha: Optional[float] = None,
+                 noise_model: Optional[dict] = None, mitigation: Optional[str] = None,
+                 zne_scale_factors: Optional[list] = None, zne_extrapolation: str = "richardson"):
         super().__init__()
         what = "QAOATask"
         # validate everything cheap before building the problem
@@ -289,6 +324,9 @@ class QAOATask(SinglePointTask):
             if v is not None and (isinstance(v, bool) or not isinstance(v, Real)
                                   or not math.isfinite(v) or v <= 0):
                 raise ValueError(f"{what}: {name} must be a positive number, got {v!r}")
+        if isinstance(noise, dict) or type(noise).__name__ == "NoiseModel":
+            raise TypeError(f"{what}: noise is the standard deviation of the perturbation of the starts (a number); "
+                            f"a device noise spec goes in noise_model={{...}}")
         if isinstance(noise, bool) or not isinstance(noise, Real) or not math.isfinite(noise) or noise < 0:
             raise ValueError(f"{what}: noise must be a non-negative number, got {noise!r}")
         if not isinstance(grow, bool):
@@ -297,6 +335,10 @@ class QAOATask(SinglePointTask):
             raise TypeError(f"{what}: seed must be an int, got {seed!r}")
         if cvar_alpha is not None:
             cvar_alpha = check_alpha(cvar_alpha, what, name="cvar_alpha")
+        device_noise = self._check_device_noise(noise_model, mitigation, zne_scale_factors, zne_extrapolation,
+                                                diff_method, optimizer, mixer, cvar_alpha)
+        noise_model = plain_hparam(noise_model, f"{what}: noise_model")
+        zne_scale_factors = plain_hparam(zne_scale_factors, f"{what}: zne_scale_factors")
         graph, n_nodes = _plain_graph(graph, n_nodes)
         node_weights, numbers, distances = _plain(node_weights), _plain(numbers), _plain(distances)
         expected_returns, covariance = _plain(expected_returns), _plain(covariance)
@@ -316,6 +358,18 @@ class QAOATask(SinglePointTask):
         except ValueError as err:
             raise ValueError(f"{what}: {err}") from None
         n = self.problem.n_qubits
+        self.device_noise = device_noise
+        if device_noise is not None:
+            if n > MAX_DENSITY_QUBITS:
+                raise ValueError(f"{what}: noise_model on {n} qubits needs density matrices of 4**{n} entries per "
+                                 f"start; the task simulates noise up to {MAX_DENSITY_QUBITS} qubits. For larger "
+                                 f"problems estimate the noisy costs with tql.optimization.NoisyQAOA(..., "
+                                 f"simulator='trajectories')")
+            zne = dict(zne_scale_factors=zne_scale_factors) if zne_scale_factors is not None else {}
+            # one module per depth, as the noiseless ones (each holds its gate-level circuit)
+            self.noisy = nn.ModuleDict({str(d): NoisyQAOA(self.problem, d, device_noise, mitigation=mitigation,
+                                                          extrapolation=zne_extrapolation, dtype=self.cdtype, **zne)
+                                        for d in depths})
         self.exact = opt.exact_solution(self.problem) if n <= MAX_EXACT_QUBITS else None
         N = 2 ** n
         # per-basis-state vectors for the logged quantities; not persistent (2^n entries do not
@@ -346,6 +400,28 @@ class QAOATask(SinglePointTask):
         self.automatic_optimization = optimizer.lower() != "spsa"
 
     # -- construction -----------------------------------------------------------------------------
+    @staticmethod
+    def _check_device_noise(spec, mitigation, scale_factors, extrapolation, diff_method, optimizer, mixer,
+                            cvar_alpha):
+        """The NoiseModel of ``noise_model=`` (None without), after the checks shared with VQETask
+        and those of QAOA's noisy circuit."""
+        what = "QAOATask"
+        model = check_noise_options(spec, mitigation, scale_factors, extrapolation, what, arg="noise_model")
+        if model is None:
+            return None
+        if diff_method != "backprop":
+            raise ValueError(f"{what}: with noise_model the state is a density matrix, which the {diff_method} "
+                             f"method cannot un-compute; use diff_method='backprop'")
+        check_noise_optimizer(optimizer, what, arg="noise_model")
+        if mixer != "x":
+            raise ValueError(f"{what}: noise_model with mixer={mixer!r}: the noisy QAOA runs the gate-level circuit "
+                             f"of qaoa_circuit, which has the X mixer only; use mixer='x'")
+        if cvar_alpha is not None:
+            raise ValueError(f"{what}: cvar_alpha with noise_model is not available: CVaR needs the cost distribution "
+                             f"of the state, and the noisy task trains on the reported (mitigated) expected cost; "
+                             f"leave cvar_alpha=None")
+        return model
+
     @staticmethod
     def _build_problem(name: str, args: dict):
         builder, reads = PROBLEMS[name]
@@ -436,7 +512,10 @@ class QAOATask(SinglePointTask):
     # -- Lightning hooks --------------------------------------------------------------------------
     def forward(self) -> torch.Tensor:
         """The trained objective ``(n_starts,)`` of the current angles (differentiable): the expected
-        costs, or CVaR_α with ``cvar_alpha``."""
+        costs (with ``noise_model``: as the device reports them, after ``mitigation``), or CVaR_α
+        with ``cvar_alpha``."""
+        if self.device_noise is not None:
+            return self.noisy[str(self.depth)](self.current_angles())
         model, alpha = self.qaoas[str(self.depth)], self.hparams.cvar_alpha
         if alpha is None:
             return model(self.current_angles())
@@ -444,12 +523,34 @@ class QAOATask(SinglePointTask):
 
     @torch.no_grad()
     def expected_costs(self) -> torch.Tensor:
-        """Expected costs ``(n_starts,)`` of the current angles (whatever the objective trained)."""
+        """Expected costs ``(n_starts,)`` of the current angles (whatever the objective trained;
+        with ``noise_model`` the reported ones, see :meth:`ideal_expected_costs`)."""
+        if self.device_noise is not None:
+            return self.noisy[str(self.depth)](self.current_angles())
         return self.qaoas[str(self.depth)](self.current_angles())
+
+    @torch.no_grad()
+    def ideal_expected_costs(self) -> torch.Tensor:
+        """The noiseless expected costs ``(n_starts,)`` of the current angles (the exact engine)."""
+        return self.qaoas[str(self.depth)](self.current_angles())
+
+    def _probabilities(self, depth: int, rows: torch.Tensor) -> torch.Tensor:
+        """Bitstring probabilities ``(R, 2**n)`` float64 of angle rows ``(R, 2·depth)``: of the
+        state, or with ``noise_model`` as read out from the device."""
+        if self.device_noise is not None:
+            return self.noisy[str(depth)].probabilities(rows).to(torch.float64)
+        return self.qaoas[str(depth)](rows, output="probabilities").to(torch.float64)
+
+    def _ratio(self, cost):
+        span = self._worst_cost - self._opt_cost
+        return (self._worst_cost - cost) / (span if span > 0 else 1.0)
 
     def _objective_and_costs(self):
         """(trained objective (n_starts,), expected costs (n_starts,) detached), from one simulation
         (with CVaR both come from the same probabilities)."""
+        if self.device_noise is not None:
+            costs = self()
+            return costs, costs.detach()
         model, alpha = self.qaoas[str(self.depth)], self.hparams.cvar_alpha
         if alpha is None:
             costs = model(self.current_angles())
@@ -482,7 +583,7 @@ class QAOATask(SinglePointTask):
         j = torch.argmin(costs).reshape(1)
         best = costs.index_select(0, j)[0].to(torch.float64)
         row = self.current_angles().detach().index_select(0, j)               # (1, 2d)
-        prob = self.qaoas[str(d)](row, output="probabilities")[0].to(torch.float64)
+        prob = self._probabilities(d, row)[0]
         self._history.append(best)
         better = best < self.best_cost_
         padded = torch.zeros_like(self.best_angles_)
@@ -502,10 +603,13 @@ class QAOATask(SinglePointTask):
         if self.problem.is_constrained:
             self.log("feasible_probability", prob @ self._feasible_vec, **log)
         if self.exact is not None:
-            span = self._worst_cost - self._opt_cost
-            ratio = (self._worst_cost - best) / (span if span > 0 else 1.0)
-            self.log("best_ratio", ratio, prog_bar=True, **log)
+            self.log("best_ratio", self._ratio(best), prog_bar=True, **log)
             self.log("optimum_probability", prob @ self._optimum_vec, prog_bar=True, **log)
+        if self.device_noise is not None:
+            ideal = self.qaoas[str(d)](row)[0].to(torch.float64)
+            self.log("ideal_expected_cost", ideal, **log)
+            if self.exact is not None:
+                self.log("ideal_ratio", self._ratio(ideal), **log)
 
     @torch.no_grad()
     def _metric(self, angles: torch.Tensor) -> torch.Tensor:
@@ -574,7 +678,8 @@ class QAOATask(SinglePointTask):
         """The best start: depth, angles, expected cost, ratio, optimum probability, top bitstrings
         and the decoded solution of the most probable one."""
         d, angles, cost = self._best_state()
-        res = self.qaoas[str(d)].analyse(angles, k=self.hparams.top_k)
+        noisy = self.device_noise is not None
+        res = (self.noisy if noisy else self.qaoas)[str(d)].analyse(angles, k=self.hparams.top_k)
         bits = list(res.top_bitstrings)
         top = bits[0]
         solution = self.problem.decode(top)
@@ -582,30 +687,42 @@ class QAOATask(SinglePointTask):
         # and the objective of the raw bitstring, e.g. the weight of a non-independent set, is not
         # that of any solution)
         objective = float(self.problem.objective(self.problem.encode(solution)))
+        ideal = ideal_ratio = None
+        if noisy:
+            with torch.no_grad():
+                ideal = float(self.qaoas[str(d)](angles))
+            ideal_ratio = None if self.exact is None else float(self._ratio(ideal))
         return QAOABest(depth=d, angles=angles.cpu(), expected_cost=cost,
                         approximation_ratio=None if res.approximation_ratio is None else float(res.approximation_ratio),
                         optimum_probability=None if res.optimum_probability is None else float(res.optimum_probability),
                         top_bitstrings=bits, top_probabilities=[float(x) for x in res.top_probabilities],
-                        solution=solution, objective=objective)
+                        solution=solution, objective=objective, ideal_expected_cost=ideal,
+                        ideal_approximation_ratio=ideal_ratio)
 
     def evaluation(self) -> dict:
         """The best start at the current angles: ``expected_cost``, ``expected_objective``, where
         the optimum is known ``best_ratio`` and ``optimum_probability``, and with ``cvar_alpha`` the
         lowest ``cvar`` over the starts (what ``tql validate|test|predict`` report, as
-        ``val_expected_cost``, ...)."""
+        ``val_expected_cost``, ...). With ``noise_model`` these are as the device reports them
+        (module notes), plus ``ideal_expected_cost`` and ``ideal_ratio`` of the same start."""
         with torch.no_grad():
             costs = self.expected_costs()
             j = torch.argmin(costs).reshape(1)
-            prob = self.qaoas[str(self.depth)](self.current_angles().detach().index_select(0, j),
-                                               output="probabilities")[0].to(torch.float64)
+            row = self.current_angles().detach().index_select(0, j)
+            prob = self._probabilities(self.depth, row)[0]
         best = float(costs[j[0]])
         out = {"expected_cost": best, "expected_objective": float(prob @ self._objective_vec)}
         if self.problem.is_constrained:
             out["feasible_probability"] = float(prob @ self._feasible_vec)
         if self.exact is not None:
-            span = self._worst_cost - self._opt_cost
-            out["best_ratio"] = float((self._worst_cost - best) / (span if span > 0 else 1.0))
+            out["best_ratio"] = float(self._ratio(best))
             out["optimum_probability"] = float(prob @ self._optimum_vec)
+        if self.device_noise is not None:
+            with torch.no_grad():
+                ideal = float(self.qaoas[str(self.depth)](row)[0])
+            out["ideal_expected_cost"] = ideal
+            if self.exact is not None:
+                out["ideal_ratio"] = float(self._ratio(ideal))
         if self.hparams.cvar_alpha is not None:
             with torch.no_grad():
                 out["cvar"] = float(self().min())
@@ -634,7 +751,9 @@ class QAOATask(SinglePointTask):
     @torch.no_grad()
     def result(self, shots: Optional[int] = None, seed: int = 0):
         """:meth:`QAOA.analyse <torchquantum_layers.optimization.QAOA.analyse>` of every start at the
-        current depth (expected costs, ratios, top bitstrings, optional seeded samples)."""
+        current depth (expected costs, ratios, top bitstrings, optional seeded samples); noiseless
+        also with ``noise_model`` (the device's view of a start: :attr:`best`, :meth:`evaluation`,
+        or ``task.noisy[str(task.depth)].analyse(angles)``)."""
         gen = torch.Generator(device=self.angles.device).manual_seed(seed) if shots else None
         return self.qaoas[str(self.depth)].analyse(self.current_angles().detach(), k=self.hparams.top_k,
                                                    shots=shots, generator=gen)

@@ -38,6 +38,7 @@ from torchquantum_layers.optim import make_optimizer, optimizer_class
 from torchquantum_layers.grad import AUTO, DIFF_METHODS, circuit_expval, resolve_diff_method
 
 from .adapt_growth import AdaptGrowth, _finite_tol, grow_optimizer_state, pad_weights
+from .noise_spec import check_noise_optimizer, check_noise_options
 from .progress import LIGHTNING_NOISE
 from .single_point import SinglePointTask, plain_hparam
 
@@ -164,17 +165,9 @@ class VQETask(SinglePointTask):
             raise ValueError(f"VQETask: taper=True needs ansatz='hardware_efficient': the Givens excitations of "
                              f"ansatz={ansatz!r} move electrons between the spin orbitals of the full register, "
                              f"which the tapered qubits no longer are")
-        if noise is not None and not isinstance(noise, dict):
-            # a NoiseModel object would be pickled into the hyperparameters: the checkpoint would no
-            # longer load with torch.load(weights_only=True), nor the config round-trip through YAML
-            raise TypeError(f"VQETask: noise must be a noise spec (a dict of plain values, see "
-                            f"lightning_tasks.noise_spec), got {type(noise).__name__}: the task saves its arguments "
-                            f"in checkpoints and configs")
         self.noise_model = self._check_noise(noise, mitigation, zne_scale_factors, zne_extrapolation, diff_method)
-        if noise is not None and optimizer.lower() == "qng":
-            raise ValueError("VQETask: optimizer='qng' with noise=...: QNG solves with the Fubini–Study metric of the "
-                             "pure state, not the metric of the noisy density matrix being optimised; use "
-                             "optimizer='adam', 'sgd', 'lbfgs' or 'spsa' with noise, or qng without it")
+        if noise is not None:
+            check_noise_optimizer(optimizer, "VQETask")
         # plain Python values: numpy scalars or tuples would not load with torch.load(weights_only=True)
         # or not round-trip through a YAML config
         geometry = _plain_geometry(geometry)
@@ -336,30 +329,10 @@ class VQETask(SinglePointTask):
 
     @staticmethod
     def _check_noise(noise, mitigation, scale_factors, extrapolation, diff_method):
-        from torchquantum_layers.mixed.zne import EXTRAPOLATIONS, _check_scales
-        from .noise_spec import noise_model_from_spec
-        what = "VQETask"
-        if noise is None:
-            if mitigation is not None or scale_factors is not None or extrapolation != "richardson":
-                raise ValueError(f"{what}: mitigation and the zne_ options apply only with noise=... (a pure state "
-                                 f"has nothing to mitigate)")
-            return None
-        model = noise_model_from_spec(noise, f"{what}: noise")
-        if mitigation not in (None, "zne", "readout", "zne+readout"):
-            raise ValueError(f"{what}: mitigation must be None, 'zne', 'readout' or 'zne+readout', got {mitigation!r}")
-        if mitigation and "readout" in mitigation and model.readout is None:
-            raise ValueError(f"{what}: mitigation={mitigation!r} needs readout errors in the noise spec")
-        if (scale_factors is not None or extrapolation != "richardson") and not (mitigation and "zne" in mitigation):
-            raise ValueError(f"{what}: zne_scale_factors / zne_extrapolation apply only with mitigation='zne'")
-        if scale_factors is not None:
-            _check_scales(scale_factors, f"{what}: zne_scale_factors")
-        # not "polynomial": it needs an order, which the task does not take
-        if extrapolation not in tuple(e for e in EXTRAPOLATIONS if e != "polynomial"):
-            raise ValueError(f"{what}: zne_extrapolation must be 'richardson', 'linear' or 'exponential', got "
-                             f"{extrapolation!r}")
-        if diff_method == "adjoint":
-            raise ValueError(f"{what}: with noise the state is a density matrix, which the adjoint method cannot "
-                             f"un-compute; use diff_method='auto' (backprop) or 'parameter-shift'")
+        model = check_noise_options(noise, mitigation, scale_factors, extrapolation, "VQETask")
+        if model is not None and diff_method == "adjoint":
+            raise ValueError("VQETask: with noise the state is a density matrix, which the adjoint method cannot "
+                             "un-compute; use diff_method='auto' (backprop) or 'parameter-shift'")
         return model
 
     def shot_generator(self, step: Optional[int] = None) -> torch.Generator:

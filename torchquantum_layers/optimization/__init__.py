@@ -9,6 +9,8 @@
   :func:`optimize`, all starts at once; :mod:`.natural_gradient` — :func:`qaoa_metric` (Fubini–Study
   metric of the angles), :class:`QAOANaturalGradient` and :class:`MultiStartSPSA` (per-start QNG / SPSA).
 * :mod:`.cvar` — the CVaR objective (Barkoutsos et al. 2020): exact from probabilities, or from shots.
+* :mod:`.noisy` — :class:`NoisyQAOA`: the costs a noisy device reports (density matrices or
+  trajectories of the gate-level circuit, readout errors), with readout / zero-noise mitigation.
 * :mod:`.rqaoa` — :func:`rqaoa`, recursive QAOA (eliminate the most correlated spins round by round,
   brute-force the rest).
 * :mod:`.graphs` — edge-list / networkx graph validation and seeded random regular graphs.
@@ -29,6 +31,7 @@ from .training import optimize
 from .natural_gradient import MultiStartSPSA, QAOANaturalGradient, qaoa_metric
 from .rqaoa import Elimination, IsingModel, RQAOAResult, rqaoa
 from .cvar import CostOrder, cost_order, cvar_from_probabilities, cvar_from_samples
+from .noisy import MAX_DENSITY_QUBITS, NoisyQAOA, noisy_expected_cost, noisy_probabilities
 
 __all__ = ["Graph", "as_graph", "complete_graph", "cycle_graph", "random_regular_graph", "Problem",
            "ExactSolution", "exact_solution", "maxcut", "max_independent_set", "min_vertex_cover",
@@ -38,4 +41,5 @@ __all__ = ["Graph", "as_graph", "complete_graph", "cycle_graph", "random_regular
            "random_angles", "perturb", "optimize", "split_angles", "join_angles", "MIXERS",
            "FIXED_ANGLES_3REGULAR", "qaoa_metric", "QAOANaturalGradient", "MultiStartSPSA",
            "rqaoa", "RQAOAResult", "Elimination", "IsingModel", "CostOrder", "cost_order",
-           "cvar_from_probabilities", "cvar_from_samples"]
+           "cvar_from_probabilities", "cvar_from_samples", "NoisyQAOA", "noisy_expected_cost", "noisy_probabilities",
+           "MAX_DENSITY_QUBITS"]

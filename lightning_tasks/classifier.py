@@ -21,6 +21,9 @@ from torch import nn
 
 from torchquantum_layers import QuantumLayer
 
+from .noise_spec import noise_model_from_spec
+from .single_point import plain_hparam
+
 __all__ = ["HybridClassifier", "build_pre_net", "PRE_NETS", "HEADS", "ANGLE_ACTIVATIONS"]
 
 PRE_NETS = ("none", "linear", "mlp", "cnn")
@@ -123,6 +126,15 @@ class HybridClassifier(pl.LightningModule):
     with ``scheduler_kwargs``, stepped every ``scheduler_interval`` ("epoch"/"step"), monitoring
     ``scheduler_monitor`` for ReduceLROnPlateau.
 
+    A noisy device: ``noise`` is a noise model as plain data (a dict of channel rules and readout
+    errors, :mod:`lightning_tasks.noise_spec`); the quantum layer then runs on it (see
+    :class:`~torchquantum_layers.QuantumLayer`: ``simulator`` "density" or "trajectories" with
+    ``n_trajectories`` per sample, seeded by ``quantum_seed``; ``mitigation`` None, "readout",
+    "zne" or "zne+readout", with ``zne_scale_factors`` / ``zne_extrapolation``). Training and
+    evaluation both see the noisy (mitigated) values. The spec is saved as a hyperparameter like
+    every other argument, so a checkpoint rebuilds the same noisy model; a resumed run with
+    trajectories continues their seeded sequence.
+
     Logs ``train_loss``, ``train_acc``, ``val_loss``, ``val_acc``, ``test_loss``, ``test_acc``
     (epoch means).
     """
@@ -138,11 +150,20 @@ class HybridClassifier(pl.LightningModule):
                  dtype: str = "complex64", optimizer: str = "Adam", lr: float = 0.01,
                  optimizer_kwargs: Optional[dict] = None, scheduler: Optional[str] = None,
                  scheduler_kwargs: Optional[dict] = None, scheduler_interval: str = "epoch",
-                 scheduler_monitor: str = "val_loss"):
+                 scheduler_monitor: str = "val_loss", noise: Optional[dict] = None,
+                 mitigation: Optional[str] = None, simulator: str = "density",
+                 n_trajectories: Optional[int] = None, zne_scale_factors: Optional[list] = None,
+                 zne_extrapolation: Optional[str] = None):
         super().__init__()
         # NumPy numbers as plain ones before they are saved: a NumPy scalar in the hyperparameters
         # keeps the checkpoint from loading with torch.load(weights_only=True)
         lr, logit_scale = (v.item() if isinstance(v, np.generic) else v for v in (lr, logit_scale))
+        if noise is not None and not isinstance(noise, dict):
+            raise TypeError(f"HybridClassifier: noise must be a noise spec (a dict of plain values, see "
+                            f"lightning_tasks.noise_spec) or None, got {type(noise).__name__}: the model saves "
+                            f"its arguments in checkpoints and configs")
+        noise = plain_hparam(noise, "HybridClassifier: noise")
+        zne_scale_factors = plain_hparam(zne_scale_factors, "HybridClassifier: zne_scale_factors")
         self.save_hyperparameters()
         for name, v in (("n_features", n_features), ("n_classes", n_classes)):
             if v is None:
@@ -208,7 +229,10 @@ class HybridClassifier(pl.LightningModule):
             measure=list(measure) if isinstance(measure, (list, tuple)) else measure,
             n_features=q_features,
             encoding_kwargs=encoding_kwargs, ansatz_kwargs=ansatz_kwargs, init=init,
-            diff_method=diff_method, dtype=_DTYPES[dtype], shots=shots, seed=quantum_seed)
+            diff_method=diff_method, dtype=_DTYPES[dtype], shots=shots, seed=quantum_seed,
+            noise_model=None if noise is None else noise_model_from_spec(noise, "HybridClassifier: noise"),
+            simulator=simulator, n_trajectories=n_trajectories, mitigation=mitigation,
+            zne_scale_factors=zne_scale_factors, zne_extrapolation=zne_extrapolation)
         n_obs = self.quantum.n_outputs
         if head == "linear":
             self.head = nn.Linear(n_obs, n_classes)
@@ -262,8 +286,8 @@ class HybridClassifier(pl.LightningModule):
         return self(x).argmax(dim=-1)
 
     # ------------------------------------------------------------------------------------------
-    # the shot sampler's generator is not part of state_dict: keep its state in the checkpoint so
-    # that a resumed shot-based run draws the same samples as an uninterrupted one
+    # the shot / trajectory sampler's generator is not part of state_dict: keep its state in the
+    # checkpoint so that a resumed sampled run draws the same samples as an uninterrupted one
     _GEN_KEY = "quantum_shot_generator"
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
@@ -273,7 +297,7 @@ class HybridClassifier(pl.LightningModule):
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         saved = checkpoint.get(self._GEN_KEY)
-        if saved is None or self.quantum.shots is None or self.quantum.seed is None:
+        if saved is None or not self.quantum.is_stochastic or self.quantum.seed is None:
             return
         device = saved["device"]
         if device != "cpu" and not getattr(torch, device).is_available():

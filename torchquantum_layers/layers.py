@@ -7,6 +7,10 @@ The layer maps ``(B, F)`` real features to ``(B, n_obs)`` expectation values in 
 dtype (``(F,)`` to ``(n_obs,)``). Its only trainable tensor is ``circuit.weights``, so it takes part
 in ``state_dict``, optimizers, ``.to(device)``, ``.double()``, ``copy.deepcopy``, ``pickle`` and
 ``DistributedDataParallel`` like any other module.
+
+With a ``noise_model`` (a :class:`~tql.NoiseModel`) the layer runs on a noisy device model: exact
+density matrices (``simulator="density"``) or sampled trajectories (``"trajectories"``), optionally
+read out through readout errors and mitigated (``mitigation="readout"``, ``"zne"``).
 """
 from __future__ import annotations
 
@@ -20,8 +24,15 @@ from . import templates as T
 from .circuit import Circuit
 from .grad import _observable_list, check_diff_method, circuit_expval, resolve_diff_method
 
-__all__ = ["QuantumLayer", "IQPFeatures", "ENCODINGS", "ANSATZE"]
+__all__ = ["QuantumLayer", "IQPFeatures", "ENCODINGS", "ANSATZE", "SIMULATORS", "MITIGATIONS",
+           "MAX_DENSITY_WIRES"]
 
+SIMULATORS = ("density", "trajectories")
+MITIGATIONS = ("readout", "zne", "zne+readout")
+# ρ of n qubits holds 4**n amplitudes: 12 qubits are 128 MiB per sample in complex64 (4 GiB for a
+# batch of 32); beyond that trajectories (2**n per row) are the way
+MAX_DENSITY_WIRES = 12
+_ZNE_EXTRAPOLATIONS = ("richardson", "linear", "exponential")     # "polynomial" needs an order
 ENCODINGS = ("angle", "iqp", "reupload", "none")
 ANSATZE = ("hardware_efficient", "strongly_entangling", "basic_entangler", "rxryrz_ring", "none")
 _PAULI_LETTERS = ("X", "Y", "Z")
@@ -84,6 +95,35 @@ class QuantumLayer(nn.Module):
             ``F``. Its output must have exactly the circuit's input columns (``circuit.n_inputs``):
             a map returning more would have its extra columns silently ignored, so that is an
             error naming both widths.
+        noise_model: ``None`` (a pure state), or a :class:`~tql.NoiseModel`: channels after
+            matching gates, and readout errors (``add_readout_error``) through which every value
+            is read. It is configuration, not state: it stays out of ``state_dict`` (build it
+            again, or from plain data with ``lightning_tasks.noise_spec.noise_model_from_spec``,
+            when loading weights); ``copy.deepcopy`` and ``pickle`` copy it with the layer. For a
+            :class:`~tql.MixedCircuit` it replaces the circuit's own ``noise_model`` (its
+            channels, measurements and resets stay); a MixedCircuit alone is noisy too.
+        simulator: how a noisy layer computes its values. ``"density"`` (default): exact
+            ``Tr(O ρ)`` on one ``(B, 2**n, 2**n)`` batch of density matrices (at most
+            ``MAX_DENSITY_WIRES`` = 12 wires). ``"trajectories"``: the mean of ``n_trajectories``
+            sampled state-vector trajectories per sample (``(B·T, 2**n)`` rows, one batch),
+            an unbiased estimate of the same value and of its gradient, seeded by ``seed``
+            like shots (``seed=None``: torch's global RNG); every forward pass draws new ones.
+        n_trajectories: trajectories per sample (default 64; ``simulator="trajectories"`` only).
+        mitigation: ``None``; ``"readout"`` (each observable replaced by the noise model's
+            ``readout.mitigated_observable``, so the value read through the readout errors is the
+            pre-readout one); ``"zne"`` (zero-noise extrapolation, :func:`tql.mixed.zne_expval`:
+            the circuit globally folded to ``zne_scale_factors``, default ``(1, 3, 5)``,
+            extrapolated by ``zne_extrapolation``: ``"richardson"`` (default), ``"linear"`` or
+            ``"exponential"``); or ``"zne+readout"``. Values and gradients are the mitigated ones.
+
+    Differentiation of a noisy layer (values and gradients w.r.t. the weights and the inputs):
+    ``"backprop"`` always (the default; ``"auto"`` resolves to it, or to ``"parameter-shift"``
+    with shots); ``"parameter-shift"`` on density matrices (the shift rule holds through channels
+    that do not depend on the angles) and on trajectories whose noise is a mixture of unitaries
+    (depolarizing, Pauli channels: each trajectory is then a unitary circuit). ``"adjoint"`` is
+    refused on density matrices (channels are not invertible, so ρ cannot be un-computed) and
+    allowed on trajectories of such mixed-unitary noise only. ``shots`` sample the noisy
+    distribution as read out (on trajectories, ``shots`` samples per trajectory).
 
     The input must be a real floating tensor of shape ``(B, F)`` or ``(F,)`` where ``F`` is the
     number of input columns the circuit reads (``layer.n_inputs``), on the circuit's device;
@@ -106,10 +146,13 @@ class QuantumLayer(nn.Module):
 
     def __init__(self, circuit: Circuit, observables, diff_method: Optional[str] = None, dtype=None,
                  shots: Optional[int] = None, seed: Optional[int] = None,
-                 input_map: Optional[nn.Module] = None):
+                 input_map: Optional[nn.Module] = None, noise_model=None, simulator: str = "density",
+                 n_trajectories: Optional[int] = None, mitigation: Optional[str] = None,
+                 zne_scale_factors=None, zne_extrapolation: Optional[str] = None):
         super().__init__()
         if not isinstance(circuit, Circuit):
             raise TypeError(f"QuantumLayer: circuit must be a tql.Circuit, got {type(circuit).__name__}")
+        noisy = _check_noise_model(noise_model) is not None or circuit.is_noisy
         if shots is not None:
             if isinstance(shots, bool) or not isinstance(shots, int):
                 raise TypeError(f"QuantumLayer: shots must be a positive int or None, got {shots!r}")
@@ -118,8 +161,8 @@ class QuantumLayer(nn.Module):
         if diff_method is None:
             diff_method = "backprop" if shots is None else "parameter-shift"
         check_diff_method(diff_method)
-        if shots is not None:           # with shots "auto" is fixed now, as tql.expval resolves it
-            diff_method = resolve_diff_method(diff_method, circuit, shots=shots)
+        if shots is not None or noisy:  # "auto" is fixed now, as tql.expval / mixed.expval resolve it
+            diff_method = resolve_diff_method(diff_method, circuit, shots=shots, density=noisy)
         self.diff_method = diff_method
         if shots is not None and diff_method != "parameter-shift":
             raise ValueError(f"QuantumLayer: shots={shots} needs diff_method='parameter-shift' (sampled "
@@ -148,6 +191,11 @@ class QuantumLayer(nn.Module):
                 self.circuit.float()
             else:
                 raise TypeError(f"QuantumLayer: dtype must be torch.complex64 or torch.complex128, got {dtype}")
+        self.noise_model = noise_model
+        (self.simulator, self.n_trajectories, self.mitigation, self.zne_scale_factors,
+         self.zne_extrapolation) = _noise_options(circuit, noisy, noise_model, simulator, n_trajectories, mitigation,
+                                                  zne_scale_factors, zne_extrapolation, diff_method)
+        self._mitigated = None          # (readout error, its mitigated observables), built on first use
 
     # ------------------------------------------------------------------------------------------
     @classmethod
@@ -156,7 +204,9 @@ class QuantumLayer(nn.Module):
                       encoding_kwargs: Optional[dict] = None, ansatz_kwargs: Optional[dict] = None,
                       init="uniform", diff_method: Optional[str] = None, dtype=None,
                       shots: Optional[int] = None, seed: Optional[int] = None, fuse: bool = True,
-                      max_fused_wires: Optional[int] = None) -> "QuantumLayer":
+                      max_fused_wires: Optional[int] = None, noise_model=None, simulator: str = "density",
+                      n_trajectories: Optional[int] = None, mitigation: Optional[str] = None,
+                      zne_scale_factors=None, zne_extrapolation: Optional[str] = None) -> "QuantumLayer":
         """One-line constructor: encoding, ``n_layers`` of an ansatz, and a measurement.
 
         ``encoding``:
@@ -195,7 +245,9 @@ class QuantumLayer(nn.Module):
         observables (PauliStrings, Hamiltonians or strings such as ``"Z0 Z1"``), or one observable.
 
         The remaining keywords go to :class:`QuantumLayer` (``diff_method``, ``dtype``, ``shots``,
-        ``seed``) and to :class:`Circuit` (``fuse``, ``max_fused_wires``).
+        ``seed``, and the noise options ``noise_model``, ``simulator``, ``n_trajectories``,
+        ``mitigation``, ``zne_scale_factors``, ``zne_extrapolation``) and to :class:`Circuit`
+        (``fuse``, ``max_fused_wires``).
         """
         what = "QuantumLayer.from_template"
         n_wires = _check_int(n_wires, "n_wires", what)
@@ -270,7 +322,9 @@ class QuantumLayer(nn.Module):
             raise
         observables = _measure_observables(measure, n_wires)
         return cls(circuit, observables, diff_method=diff_method, dtype=dtype, shots=shots, seed=seed,
-                   input_map=input_map)
+                   input_map=input_map, noise_model=noise_model, simulator=simulator,
+                   n_trajectories=n_trajectories, mitigation=mitigation, zne_scale_factors=zne_scale_factors,
+                   zne_extrapolation=zne_extrapolation)
 
     # ------------------------------------------------------------------------------------------
     @property
@@ -300,8 +354,19 @@ class QuantumLayer(nn.Module):
     def weights(self) -> nn.Parameter:
         return self.circuit.weights
 
+    @property
+    def is_noisy(self) -> bool:
+        """True where the layer runs on a noisy device model (a ``noise_model``, or a noisy
+        MixedCircuit)."""
+        return self.noise_model is not None or self.circuit.is_noisy
+
+    @property
+    def is_stochastic(self) -> bool:
+        """True where every forward pass draws random numbers (shots, or trajectories)."""
+        return self.shots is not None or (self.is_noisy and self.simulator == "trajectories")
+
     def _gen(self, device):
-        if self.shots is None or self.seed is None:
+        if not self.is_stochastic or self.seed is None:
             return None
         device = torch.device(device)
         if self._generator is None or self._generator.device.type != device.type:
@@ -310,8 +375,22 @@ class QuantumLayer(nn.Module):
         return self._generator
 
     def reset_generator(self) -> None:
-        """Restart the shot sampler from ``seed``."""
+        """Restart the shot (and trajectory) sampler from ``seed``."""
         self._generator = None
+
+    def _read_observables(self) -> list:
+        """The observables to read: with readout mitigation, those whose value read through the
+        readout errors is the pre-readout one (rebuilt when the noise model's readout changes)."""
+        if self.mitigation is None or "readout" not in self.mitigation:
+            return self.observables
+        noise = self.noise_model if self.noise_model is not None else getattr(self.circuit, "noise_model", None)
+        readout = getattr(noise, "readout", None)
+        if readout is None:
+            raise ValueError(f"QuantumLayer: mitigation={self.mitigation!r} but the noise model has no readout "
+                             f"errors (any more)")
+        if self._mitigated is None or self._mitigated[0] is not readout:
+            self._mitigated = (readout, [readout.mitigated_observable(o) for o in self.observables])
+        return self._mitigated[1]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not isinstance(x, torch.Tensor):
@@ -340,12 +419,17 @@ class QuantumLayer(nn.Module):
                 width = f"{xb.shape[-1]} column(s), " if isinstance(xb, torch.Tensor) and xb.dim() else ""
                 raise ValueError(f"QuantumLayer: the input_map must return (B, F) features with F = "
                                  f"{circuit_need}, the circuit's input columns, got {width}shape {got}")
-        obs = self.observables[0] if self._single else self.observables
         has_inputs = self._circuit_inputs() > 0
         # under torch.compile the simulation runs outside the graph (see the class docstring)
-        run = _expval_outside_graph if torch.compiler.is_compiling() else circuit_expval
-        values = run(self.circuit, obs, x=xb if has_inputs else None, state=None,
-                     diff_method=self.diff_method, shots=self.shots, generator=self._gen(xb.device))
+        compiling = torch.compiler.is_compiling()
+        if self.is_noisy:
+            run = _noisy_outside_graph if compiling else _noisy_expval
+            values = run(self, xb if has_inputs else None, self._gen(xb.device))
+        else:
+            obs = self.observables[0] if self._single else self.observables
+            run = _expval_outside_graph if compiling else circuit_expval
+            values = run(self.circuit, obs, x=xb if has_inputs else None, state=None,
+                         diff_method=self.diff_method, shots=self.shots, generator=self._gen(xb.device))
         if self._single:
             values = values.unsqueeze(-1)
         if not has_inputs and xb.shape[0] != values.shape[0]:
@@ -359,6 +443,7 @@ class QuantumLayer(nn.Module):
         import copy
         state = self.__dict__.copy()
         state["_generator"] = None       # torch.Generator does not pickle; restart from seed
+        state["_mitigated"] = None       # rebuilt from the noise model on first use
         # the circuit's cached execution plan holds gate objects with closures, which do not
         # pickle: send a shallow copy of the circuit without it (the plan is rebuilt on first use)
         circuit = state["_modules"].get("circuit")
@@ -374,12 +459,21 @@ class QuantumLayer(nn.Module):
         new = cls.__new__(cls)
         memo[id(self)] = new
         for k, v in self.__dict__.items():
-            object.__setattr__(new, k, None if k == "_generator" else copy.deepcopy(v, memo))
+            object.__setattr__(new, k, None if k in ("_generator", "_mitigated") else copy.deepcopy(v, memo))
         return new
 
     def extra_repr(self) -> str:
+        noise = ""
+        if self.is_noisy:
+            noise = f", simulator={self.simulator!r}"
+            if self.simulator == "trajectories":
+                noise += f", n_trajectories={self.n_trajectories}"
+            if self.mitigation:
+                noise += f", mitigation={self.mitigation!r}"
+            if self.noise_model is not None:
+                noise += f", noise_model={self.noise_model!r}"
         return (f"n_wires={self.n_wires}, n_inputs={self.n_inputs}, n_outputs={self.n_outputs}, "
-                f"diff_method={self.diff_method!r}" + (f", shots={self.shots}" if self.shots else ""))
+                f"diff_method={self.diff_method!r}" + (f", shots={self.shots}" if self.shots else "") + noise)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -402,6 +496,107 @@ def _outside_graph(fn):
 
 
 _expval_outside_graph = _outside_graph(circuit_expval)
+
+
+# ----------------------------------------------------------------------------------------------
+# noisy layers
+def _noisy_expval(layer: "QuantumLayer", x, generator):
+    """``(B, n_obs)`` (``(B,)`` for a single observable) values of a noisy layer: on density
+    matrices or trajectories, read out, mitigated as the layer says."""
+    from . import mixed
+    obs = layer._read_observables()
+    obs = obs[0] if layer._single else obs
+    kwargs = dict(x=x, noise_model=layer.noise_model, diff_method=layer.diff_method, shots=layer.shots,
+                  generator=generator)
+    if layer.simulator == "trajectories":
+        kwargs["n_trajectories"] = layer.n_trajectories
+    if layer.mitigation is not None and "zne" in layer.mitigation:
+        return mixed.zne_expval(layer.circuit, obs, scale_factors=layer.zne_scale_factors,
+                                extrapolation=layer.zne_extrapolation, simulator=layer.simulator, **kwargs)
+    run = mixed.expval if layer.simulator == "density" else mixed.trajectories.expval
+    return run(layer.circuit, obs, **kwargs)
+
+
+_noisy_outside_graph = _outside_graph(_noisy_expval)
+
+
+def _check_noise_model(noise_model):
+    if noise_model is None:
+        return None
+    from .mixed import NoiseModel
+    if not isinstance(noise_model, NoiseModel):
+        hint = (" (a noise spec written as plain data becomes one with "
+                "lightning_tasks.noise_spec.noise_model_from_spec)") if isinstance(noise_model, dict) else ""
+        raise TypeError(f"QuantumLayer: noise_model must be a tql.NoiseModel or None, got "
+                        f"{type(noise_model).__name__}{hint}")
+    return noise_model
+
+
+def _folds_into_gates(circuit, noise_model) -> bool:
+    """Whether every channel of the run is a mixture of unitaries, so that each trajectory is a
+    unitary circuit (mixed.trajectories folds the sampled branches into U3 gates)."""
+    from .mixed import trajectories
+    from .mixed.simulate import _resolve_noise
+    return trajectories._folded(circuit, _resolve_noise(circuit, noise_model)) is not None
+
+
+def _noise_options(circuit, noisy, noise_model, simulator, n_trajectories, mitigation, scale_factors,
+                   extrapolation, diff_method):
+    """(simulator, n_trajectories, mitigation, zne_scale_factors, zne_extrapolation), checked."""
+    what = "QuantumLayer"
+    if not isinstance(simulator, str) or simulator not in SIMULATORS:
+        raise ValueError(f"{what}: simulator must be one of {SIMULATORS}, got {simulator!r}")
+    if mitigation is not None and (not isinstance(mitigation, str) or mitigation not in MITIGATIONS):
+        raise ValueError(f"{what}: mitigation must be None or one of {MITIGATIONS}, got {mitigation!r}")
+    if not noisy:
+        given = [name for name, on in (("simulator='trajectories'", simulator != "density"),
+                                       ("n_trajectories", n_trajectories is not None),
+                                       ("mitigation", mitigation is not None),
+                                       ("zne_scale_factors", scale_factors is not None),
+                                       ("zne_extrapolation", extrapolation is not None)) if on]
+        if given:
+            raise ValueError(f"{what}: {', '.join(given)} apply only to a noisy layer (give a noise_model): a pure "
+                             f"state has nothing to sample or mitigate")
+        return simulator, None, None, None, None
+    n = circuit.n_wires
+    if simulator == "density":
+        if n_trajectories is not None:
+            raise ValueError(f"{what}: n_trajectories={n_trajectories!r} applies to simulator='trajectories' only")
+        if n > MAX_DENSITY_WIRES:
+            per_sample = 4 ** n * torch.empty((), dtype=circuit.dtype).element_size()
+            raise ValueError(f"{what}: simulator='density' holds 4**n amplitudes per sample: {n} wires need "
+                             f"{per_sample / 2 ** 30:.1f} GiB per sample (at most {MAX_DENSITY_WIRES} wires); "
+                             f"use simulator='trajectories' (2**n amplitudes per trajectory)")
+        if diff_method == "adjoint":
+            raise ValueError(f"{what}: diff_method='adjoint' cannot differentiate density matrices (channels are "
+                             f"not invertible, so the state cannot be un-computed); use 'backprop' (or 'auto'), "
+                             f"'parameter-shift', or simulator='trajectories' with mixed-unitary noise")
+    else:
+        n_trajectories = 64 if n_trajectories is None else _check_int(n_trajectories, "n_trajectories", what)
+        if diff_method in ("adjoint", "parameter-shift") and not _folds_into_gates(circuit, noise_model):
+            raise ValueError(f"{what}: diff_method={diff_method!r} on trajectories needs every channel to be a "
+                             f"mixture of unitaries (depolarizing, Pauli channels); this noise has channels, "
+                             f"measurements or resets whose sampled branches are not unitary: use 'backprop'")
+    effective = noise_model if noise_model is not None else getattr(circuit, "noise_model", None)
+    if mitigation is not None and "readout" in mitigation and getattr(effective, "readout", None) is None:
+        raise ValueError(f"{what}: mitigation={mitigation!r} needs readout errors in the noise model "
+                         f"(NoiseModel.add_readout_error)")
+    zne = mitigation is not None and "zne" in mitigation
+    if not zne:
+        if scale_factors is not None or extrapolation is not None:
+            raise ValueError(f"{what}: zne_scale_factors / zne_extrapolation apply only with mitigation='zne' or "
+                             f"'zne+readout', got mitigation={mitigation!r}")
+        return simulator, n_trajectories, mitigation, None, None
+    from .mixed.zne import _check_scales
+    if effective is None or not effective.rules:
+        raise ValueError(f"{what}: mitigation={mitigation!r} amplifies the gate noise of the noise model by "
+                         f"folding, but it has no channel rules (NoiseModel.add)")
+    scale_factors = tuple(_check_scales((1, 3, 5) if scale_factors is None else scale_factors,
+                                        f"{what}: zne_scale_factors"))
+    extrapolation = "richardson" if extrapolation is None else extrapolation
+    if extrapolation not in _ZNE_EXTRAPOLATIONS:
+        raise ValueError(f"{what}: zne_extrapolation must be one of {_ZNE_EXTRAPOLATIONS}, got {extrapolation!r}")
+    return simulator, n_trajectories, mitigation, scale_factors, extrapolation
 
 
 def _in_features(module) -> Optional[int]:

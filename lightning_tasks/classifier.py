@@ -21,7 +21,7 @@ from torch import nn
 
 from torchquantum_layers import QuantumLayer
 
-from .noise_spec import noise_model_from_spec
+from .noise_spec import check_noise_options
 from .single_point import plain_hparam
 
 __all__ = ["HybridClassifier", "build_pre_net", "PRE_NETS", "HEADS", "ANGLE_ACTIVATIONS"]
@@ -158,10 +158,9 @@ class HybridClassifier(pl.LightningModule):
         # NumPy numbers as plain ones before they are saved: a NumPy scalar in the hyperparameters
         # keeps the checkpoint from loading with torch.load(weights_only=True)
         lr, logit_scale = (v.item() if isinstance(v, np.generic) else v for v in (lr, logit_scale))
-        if noise is not None and not isinstance(noise, dict):
-            raise TypeError(f"HybridClassifier: noise must be a noise spec (a dict of plain values, see "
-                            f"lightning_tasks.noise_spec) or None, got {type(noise).__name__}: the model saves "
-                            f"its arguments in checkpoints and configs")
+        # the same checks and messages as VQETask / QAOATask (None: the layer's default, Richardson)
+        noise_model = check_noise_options(noise, mitigation, zne_scale_factors, zne_extrapolation or "richardson",
+                                          "HybridClassifier")
         noise = plain_hparam(noise, "HybridClassifier: noise")
         zne_scale_factors = plain_hparam(zne_scale_factors, "HybridClassifier: zne_scale_factors")
         self.save_hyperparameters()
@@ -230,7 +229,7 @@ class HybridClassifier(pl.LightningModule):
             n_features=q_features,
             encoding_kwargs=encoding_kwargs, ansatz_kwargs=ansatz_kwargs, init=init,
             diff_method=diff_method, dtype=_DTYPES[dtype], shots=shots, seed=quantum_seed,
-            noise_model=None if noise is None else noise_model_from_spec(noise, "HybridClassifier: noise"),
+            noise_model=noise_model,
             simulator=simulator, n_trajectories=n_trajectories, mitigation=mitigation,
             zne_scale_factors=zne_scale_factors, zne_extrapolation=zne_extrapolation)
         n_obs = self.quantum.n_outputs

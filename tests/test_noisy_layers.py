@@ -487,9 +487,9 @@ def test_noisy_classifier_rejects_bad_noise_arguments():
         HybridClassifier(2, 2, n_qubits=2, n_layers=1, noise=noise_model())
     with pytest.raises(ValueError, match="HybridClassifier: noise: channels\\[0\\]: unknown channel 'depolarising'"):
         HybridClassifier(2, 2, n_qubits=2, n_layers=1, noise={"channels": [{"channel": "depolarising", "p": 0.1}]})
-    with pytest.raises(ValueError, match="mitigation must be None or one of"):
+    with pytest.raises(ValueError, match="HybridClassifier: mitigation must be None, 'zne', 'readout' or"):
         HybridClassifier(2, 2, n_qubits=2, n_layers=1, noise=NOISE_SPEC, mitigation="everything")
-    with pytest.raises(ValueError, match="mitigation apply only to a noisy layer"):
+    with pytest.raises(ValueError, match="HybridClassifier: mitigation and the zne_ options apply only with noise="):
         HybridClassifier(2, 2, n_qubits=2, n_layers=1, mitigation="readout")
     with pytest.raises(ValueError, match="simulator must be one of"):
         HybridClassifier(2, 2, n_qubits=2, n_layers=1, noise=NOISE_SPEC, simulator="exact")

@@ -371,12 +371,7 @@ def test_library_bad_inputs_are_refused_with_clear_errors():
 
 # ------------------------------------------------------------------------------------------------
 # QAOATask(noise_model=...)
-def trainer(max_steps, **kw):
-    opts = dict(accelerator="cpu", devices=1, max_steps=max_steps, max_epochs=-1, logger=False,
-                enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False,
-                log_every_n_steps=1, num_sanity_val_steps=0)
-    opts.update(kw)
-    return pl.Trainer(**opts)
+from .test_qaoa_task import trainer  # noqa: E402  (the QAOA task tests' quiet Trainer)
 
 
 class _Record(pl.Callback):

@@ -179,12 +179,7 @@ class NoisyQAOA(nn.Module):
 
     # -- evaluation ------------------------------------------------------------------------------
     def _angles(self, angles, what):
-        if not isinstance(angles, torch.Tensor):
-            try:
-                angles = torch.as_tensor(angles, dtype=torch.float64)
-            except (TypeError, ValueError, RuntimeError):
-                raise TypeError(f"{what}: angles must be a real tensor of shape (S, {2 * self.p}), got "
-                                f"{type(angles).__name__}") from None
+        angles = _as_tensor(angles, what, f"(S, {2 * self.p})")
         if angles.is_complex() or angles.dtype == torch.bool or not angles.is_floating_point():
             raise TypeError(f"{what}: angles must be a real floating tensor, got {angles.dtype}")
         if angles.dim() not in (1, 2) or angles.shape[-1] != 2 * self.p or (angles.dim() == 2 and angles.shape[0] < 1):
@@ -363,13 +358,19 @@ def _dtype_of(angles, dtype):
     return torch.complex128 if angles.dtype == torch.float64 else torch.complex64
 
 
+def _as_tensor(angles, what, shape: str) -> torch.Tensor:
+    """Angles as a tensor (lists and arrays become float64); a TypeError names what is not one."""
+    if isinstance(angles, torch.Tensor):
+        return angles
+    try:
+        return torch.as_tensor(angles, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{what}: angles must be a real tensor of shape {shape}, got "
+                        f"{type(angles).__name__}") from None
+
+
 def _settings(p, angles, what):
-    if not isinstance(angles, torch.Tensor):
-        try:
-            angles = torch.as_tensor(angles, dtype=torch.float64)
-        except (TypeError, ValueError, RuntimeError):
-            raise TypeError(f"{what}: angles must be a real tensor of shape (S, 2p), got "
-                            f"{type(angles).__name__}") from None
+    angles = _as_tensor(angles, what, "(S, 2p)")
     if p is None:
         if not isinstance(angles, torch.Tensor) or angles.dim() == 0 or angles.shape[-1] % 2:
             raise ValueError(f"{what}: give p, or angles of shape (S, 2p) to read it from")

@@ -85,3 +85,13 @@ def test_adapt_vqe_example_reaches_fci_and_plots_operators_on_x(tmp_path, capsys
     _figure_saved(tmp_path / "adapt_vqe_LiH_active.png", capsys.readouterr().out)
     fig = plotting.vqe_convergence({"a": results["qubit"].energies}, info.fci_energy, xlabel="operators appended")
     assert [ax.get_xlabel() for ax in fig.axes[:2]] == ["operators appended"] * 2
+
+
+def test_qaoa_variants_example_compares_the_four_routes():
+    out = load("qaoa_variants").main(["--nodes", "8", "--steps", "40"])
+    rows = out["rows"]
+    assert set(rows) == {"QAOA (expectation)", "QAOA (CVaR 0.2)", "RQAOA"}
+    for ratio, p_opt, top in rows.values():
+        assert 0.6 < ratio <= 1.0 + 1e-9 and 0.0 < top <= 1.0 + 1e-9
+    assert rows["RQAOA"][0] >= rows["QAOA (expectation)"][0]       # a cut, not an expectation
+    assert out["mitigated_error"] < out["noisy_error"] / 3            # readout inversion + ZNE

@@ -9,7 +9,9 @@ into segments of gates. Where the engine runs local programs (the CPU with the n
 a segment runs as one state-vector circuit on 2n wires, each gate U on its wires and
 ``gates.conjugate(U)`` on the shifted ones, so the whole segment is one program call; elsewhere
 (CUDA, ``fuse=False``) it walks the engine's fused plan the same way, so fusion, grid tables and
-permutation gathers serve density matrices too.
+permutation gathers serve density matrices too. Where channels follow gates (a noise model on
+every gate), gates and channels on at most two qubits merge into one superoperator pass
+(superop_blocks.py, :func:`_fused_segments`), when that is estimated to take fewer passes.
 """
 from __future__ import annotations
 
@@ -173,11 +175,7 @@ def _segments(circuit, noise_model):
 
         def flush():
             if run_ops:
-                steps = _fuse(list(run_ops), k) if fuse else None
-                if steps is None:
-                    from ..engine import Step
-                    steps = [Step("single", op.wires, [op]) for op in run_ops]
-                segments.append(("plan", (_tabulate(steps), list(run_ops), {})))
+                segments.append(_plan_segment(run_ops, fuse, k))
                 run_ops.clear()
 
         for i, op in enumerate(circuit.ops):
@@ -193,6 +191,62 @@ def _segments(circuit, noise_model):
         flush()
         segments.extend(("inst", inst) for inst in at.get(len(circuit.ops), ()))
     _SEGMENT_CACHE[circuit] = (key, segments)
+    return segments
+
+
+def _plan_segment(ops, fuse, k):
+    """("plan", (Plan, ops, {doubled circuits})) for a run of gates between channels."""
+    steps = _fuse(list(ops), k) if fuse else None
+    if steps is None:
+        from ..engine import Step
+        steps = [Step("single", op.wires, [op]) for op in ops]
+    return ("plan", (_tabulate(steps), list(ops), {}))
+
+
+_FUSED_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+FUSE_CHANNELS = True
+"""Merge gates and the channels after them into superoperator blocks (superop_blocks); False runs
+one segment per run of gates and one pass per channel (the reference the benchmarks compare to)."""
+
+
+@lasting
+def _fused_segments(circuit, noise_model):
+    """As :func:`_segments` for the density engine, with gates and the channels after them merged
+    into superoperator blocks on at most two qubits (superop_blocks): [("plan", ...) |
+    ("block", SuperopBlock) | ("inst", instruction)], cached per circuit, its length and noise
+    model. A circuit without channels, measurements or resets keeps its one plan."""
+    insts = _instructions(circuit)
+    if not FUSE_CHANNELS or (not insts and noise_model is None):
+        return _segments(circuit, noise_model)
+    fuse = circuit.fuse
+    k = circuit.max_fused_wires or DEFAULT_MAX_FUSED_WIRES
+    key = (len(circuit.ops), fuse, k, _noise_key(noise_model), tuple((p, id(i)) for p, i in insts))
+    hit = _FUSED_CACHE.get(circuit)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    from .circuit import ChannelInstruction
+    from .superop_blocks import passes, plan_blocks
+    at = defaultdict(list)
+    for pos, inst in insts:
+        at[pos].append(inst)
+
+    def item_of(inst):
+        if isinstance(inst, ChannelInstruction):
+            return ("channel", inst.channel, inst.wires)
+        return ("inst", inst)
+    items = []
+    for i, op in enumerate(circuit.ops):
+        items.extend(item_of(inst) for inst in at.get(i, ()))
+        items.append(("op", op))
+        if noise_model is not None:
+            items.extend(("channel", ch, tuple(w)) for ch, w in noise_model.channels_for(op))
+    items.extend(item_of(inst) for inst in at.get(len(circuit.ops), ()))
+    segments = [_plan_segment(entry[1], fuse, k) if entry[0] == "ops" else entry for entry in plan_blocks(items)]
+    plain = _segments(circuit, noise_model)
+    if passes(segments) >= passes(plain):
+        segments = plain        # nothing to merge (noise on a few gates): the runs between channels
+    _FUSED_CACHE[circuit] = (key, segments)
     return segments
 
 
@@ -226,7 +280,7 @@ def _evolve(circuit, rho, x, weights, noise_model, generator):
     check_finite_weights(weights)
     n = circuit.n_wires
     N = 2 ** n
-    for kind, item in _segments(circuit, noise_model):
+    for kind, item in _fused_segments(circuit, noise_model):
         if kind == "plan":
             plan, ops, doubled = item
             v = rho.reshape(rho.shape[0], -1)
@@ -236,6 +290,12 @@ def _evolve(circuit, rho, x, weights, noise_model, generator):
             else:
                 v = _run_plan(circuit, plan, v, x, weights, n)
             rho = v.reshape(-1, N, N)
+        elif kind == "direct":
+            v = _apply_op_vec(item.gate, rho.reshape(rho.shape[0], -1), circuit.angle_values(item, x, weights),
+                              item.wires, n, circuit.data(item), item.adjoint)
+            rho = v.reshape(-1, N, N)
+        elif kind == "block":
+            rho = item.apply(rho.reshape(rho.shape[0], -1), circuit, x, weights).reshape(-1, N, N)
         else:
             rho = item.apply(rho, generator)
     return rho

@@ -23,7 +23,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from torchquantum_layers.research import vqls as V  # noqa: E402
+from torchquantum_layers.research import linear_solver as V  # noqa: E402
 
 from common import machine, paired, table, today  # noqa: E402
 

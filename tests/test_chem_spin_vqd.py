@@ -1,4 +1,4 @@
-"""Spin / particle-number observables (chem/operators.py) and Variational Quantum Deflation (chem/vqd.py).
+"""Spin / particle-number observables (chem/operators.py) and Variational Quantum Deflation (chem/excited_states.py).
 
 Oracles: N, S_z and S² built here in NumPy from the occupation-number basis (bit arithmetic, and
 dense annihilation matrices with explicit Jordan–Wigner sign strings), parity / Bravyi–Kitaev
@@ -7,7 +7,6 @@ diagonalisation (numpy eigh, restricted to symmetry sectors by projection), anal
 (singlet 0, doublet ¾, triplet 2) and torch.autograd.gradcheck in complex128.
 """
 
-import sys
 
 import numpy as np
 import pytest
@@ -16,10 +15,9 @@ import torch
 import torchquantum_layers as tql
 import torchquantum_layers.chem as chem
 from torchquantum_layers.chem import operators as ops
-import torchquantum_layers.chem.vqd  # noqa: F401
+from torchquantum_layers.chem import excited_states as V
 from torchquantum_layers.observables import Hamiltonian
 
-V = sys.modules["torchquantum_layers.chem.vqd"]      # the module (the name chem.vqd is the function)
 
 CHEM_ACC = 1.6e-3
 MAPPINGS = ["jordan_wigner", "parity", "bravyi_kitaev"]

@@ -36,7 +36,7 @@ from .tapering import Z2Tapering, z2_symmetries, z2_taper, z2_tapering
 
 __all__ += ["z2_symmetries", "z2_tapering", "z2_taper", "Z2Tapering"]
 from .operators import SpinNumber, particle_number, spin_and_number, spin_minus, spin_plus, spin_squared, spin_z
-from .vqd import VQDResult, sector_hamiltonian, spectral_width_bound, vqd, vqd_loss
+from .excited_states import VQDResult, sector_hamiltonian, spectral_width_bound, vqd, vqd_loss
 
 __all__ += ["particle_number", "spin_z", "spin_plus", "spin_minus", "spin_squared", "spin_and_number",
             "SpinNumber", "vqd", "vqd_loss", "VQDResult", "sector_hamiltonian", "spectral_width_bound"]

@@ -16,7 +16,7 @@ from .gibbs import GibbsResult, free_energy_loss, gibbs_state, prepare_gibbs_sta
 from .qgan import QGAN, QGANResult, default_target, train_qgan
 from .vqsd import VQSDResult, spectrum_state, vqsd
 from .vqsvd import VQSVDResult, paddle_random_matrix, vqsvd
-from .vqls import VQLSResult, ising_linear_system, pauli_decompose, vqls, vqls_cost
+from .linear_solver import VQLSResult, ising_linear_system, pauli_decompose, vqls, vqls_cost
 
 __all__ = ["prepare_gibbs_state", "gibbs_state", "free_energy_loss", "GibbsResult", "vqsd", "spectrum_state",
            "VQSDResult", "vqsvd", "paddle_random_matrix", "VQSVDResult", "quantum_autoencoder", "autoencode",

@@ -13,10 +13,7 @@ import os
 import sys
 import time
 
-os.environ.pop("TRITON_INTERPRET", None)        # the interpreter's kernels cannot be compiled
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from torchquantum_layers.kernels import gpu_compile  # noqa: E402
-
 from common import machine, table, today  # noqa: E402
 
 
@@ -28,7 +25,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", type=int, action="append", help="sm_<arch>: 90 (H100/H200), 80 (A100), ...")
     args = parser.parse_args()
+    # Unset here, not at import: importing this script (tests/test_benchmark_scripts.py) must not turn
+    # the interpreter off for the rest of the process. The kernels are defined when the package's
+    # kernels/gpu.py is first imported, so this only works in a fresh process, as a script.
+    os.environ.pop("TRITON_INTERPRET", None)
     import triton
+    from torchquantum_layers.kernels import gpu_compile
     print(f"# {today()}, {machine()}, triton {triton.__version__}")
     for arch in args.arch or [90]:
         start = time.perf_counter()

@@ -19,6 +19,18 @@ def test_there_are_benchmark_scripts():
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=os.path.basename)
 def test_benchmark_script_imports_and_parses_help(path, monkeypatch, capsys):
+    environ = dict(os.environ)
+    try:
+        _import_and_parse_help(path, monkeypatch, capsys)
+    finally:
+        # a script that changes os.environ (gpu_codegen.py unsets TRITON_INTERPRET to compile) must
+        # not change it for the tests after this one: the interpreted CUDA-kernel tests need it set
+        assert dict(os.environ) == environ, f"{os.path.basename(path)} changed os.environ on import or --help"
+        os.environ.clear()
+        os.environ.update(environ)
+
+
+def _import_and_parse_help(path, monkeypatch, capsys):
     monkeypatch.syspath_prepend(os.path.join(ROOT, "benchmarks"))
     name = "_benchmark_" + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)

@@ -17,7 +17,12 @@ Each is timed as a forward pass without grad and as forward + backward, complex6
 the time over a ``torch.clone`` of the ``(B, 4**n)`` density batch, timed alternately with it
 (``common.paired``).
 
-    python benchmarks/density_fusion.py [--sizes 6,8] [--rounds 3] [--threads 1]
+``--compare lean`` times instead ``mixed.simulate.LEAN_SEGMENTS`` off ("before": a lone CNOT
+between channels is a program call on 2n wires, channels go through ``Channel.apply``) and on
+("after": one direct gather, the cached superoperator applied without re-validation), both with
+the superoperator blocks; ``--cases qaoa,hea`` picks cases.
+
+    python benchmarks/density_fusion.py [--sizes 6,8] [--rounds 3] [--threads 1] [--compare lean]
 """
 from __future__ import annotations
 
@@ -35,6 +40,16 @@ from torchquantum_layers.mixed import simulate  # noqa: E402
 from torchquantum_layers.optimization.noisy import NoisyQAOA  # noqa: E402
 
 from common import add_runtime_flags, keep_memory_if_asked, machine, paired, set_threads, table, today  # noqa: E402
+
+
+@contextlib.contextmanager
+def lean(on: bool):
+    old = simulate.LEAN_SEGMENTS
+    simulate.LEAN_SEGMENTS = on
+    try:
+        yield
+    finally:
+        simulate.LEAN_SEGMENTS = old
 
 
 @contextlib.contextmanager
@@ -104,21 +119,28 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="6,8")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--compare", choices=("fusion", "lean"), default="fusion",
+                    help="fusion: FUSE_CHANNELS off/on; lean: LEAN_SEGMENTS off/on (module notes)")
+    ap.add_argument("--cases", default="layer,qaoa,hea", help="comma-separated among layer, qaoa, hea")
     add_runtime_flags(ap)
     args = ap.parse_args(argv)
     set_threads(args)
     kept = keep_memory_if_asked(args)
     rows = []
+    switch = fused if args.compare == "fusion" else lean
+    picked = set(args.cases.split(","))
     for n in [int(s) for s in args.sizes.split(",")]:
         cases = [("layer pauli", lambda: layer_case(n, "pauli")), ("layer damping", lambda: layer_case(n, "damping")),
                  ("qaoa", lambda: qaoa_case(n)), ("hea cnot-noise", lambda: hea_case(n))]
         for label, make in cases:
+            if label.split()[0] not in picked:
+                continue
             forward, step, batch = make()
             rho = torch.zeros(batch, 4 ** n, dtype=torch.complex64)
             for what, fn in (("forward", forward), ("fwd+bwd", step)):
                 res = {}
                 for on in (False, True):
-                    with fused(on):
+                    with switch(on):
                         ratio, t, _ = paired(fn, rho, args.rounds, min_time=0.05)
                     res[on] = (t * 1e3, ratio)
                 (tb, rb), (ta, ra) = res[False], res[True]
@@ -126,8 +148,13 @@ def main(argv=None):
                 print(f"done n={n} {label} {what}", file=sys.stderr, flush=True)
     print(f"# density fusion benchmark, {today()}, {machine()}"
           + (", keep_freed_memory() applied" if kept else ""))
-    print("complex64; before = FUSE_CHANNELS False (one pass per gate run and per channel), after = superoperator "
-          "blocks; / clone = time over torch.clone of the (B, 4**n) density batch")
+    if args.compare == "fusion":
+        print("complex64; before = FUSE_CHANNELS False (one pass per gate run and per channel), after = superoperator "
+              "blocks; / clone = time over torch.clone of the (B, 4**n) density batch")
+    else:
+        print("complex64; before = LEAN_SEGMENTS False (a lone CNOT between channels is a program call, channels via "
+              "Channel.apply), after = LEAN_SEGMENTS True; both with superoperator blocks; / clone = time over "
+              "torch.clone of the (B, 4**n) density batch")
     print(table(rows, ["n", "case", "pass", "before ms", "/ clone", "after ms", "/ clone", "speed-up"]))
 
 

@@ -151,17 +151,24 @@ def test_blocks_group_gates_with_their_channels():
     assert kinds == ["plan", "inst", "plan"]
 
 
-def test_gates_without_their_own_channel_stay_in_gate_runs():
+def test_gates_without_their_own_channel_stay_in_gate_runs(monkeypatch):
     dep = mixed.depolarizing(0.1)
     c = mixed.MixedCircuit(2).rx(0, 0.1).channel(dep, 0).ry(0, 0.2).rz(1, 0.3).channel(dep, 1)
     c.ry(1, 0.4).cnot(0, 1).rx(0, 0.5).channel(dep, 0).rz(0, 0.6).channel(dep, 0)
     segments = simulate._fused_segments(c, None)
     kinds = [kind for kind, _ in segments]
-    assert kinds == ["block", "plan", "block", "plan", "block"]
-    assert [op.gate.name for op in segments[1][1][1]] == ["RY"]
-    # RY(1) and the CNOT (a permutation next to a run) join one run
-    assert [op.gate.name for op in segments[3][1][1]] == ["RY", "CNOT"]
+    # RZ(1) and its channel go before RY(0) (other qubits: they commute, superop_blocks.wave_order),
+    # so both RYs and the CNOT (a permutation next to a run) join one run
+    assert kinds == ["block", "block", "plan", "block"]
+    assert [op.gate.name for op in segments[2][1][1]] == ["RY", "RY", "CNOT"]
+    assert [op.wires for op in segments[2][1][1]] == [(0,), (1,), (0, 1)]
     assert [len(item.items) for kind, item in segments if kind == "block"] == [2, 2, 4]
+    # in the circuit's own order (LEAN_SEGMENTS off) RY(0) and RY(1) are runs of their own
+    monkeypatch.setattr(simulate, "LEAN_SEGMENTS", False)
+    segments = simulate._fused_segments(c, None)
+    assert [kind for kind, _ in segments] == ["block", "plan", "block", "plan", "block"]
+    assert [op.gate.name for op in segments[1][1][1]] == ["RY"]
+    assert [op.gate.name for op in segments[3][1][1]] == ["RY", "CNOT"]
 
 
 def test_sparse_noise_keeps_the_runs_between_channels(dtype, device, atol):
@@ -171,7 +178,12 @@ def test_sparse_noise_keeps_the_runs_between_channels(dtype, device, atol):
             ("CNOT", (1, 2), None), ("RX", (1,), 1.2), ("CNOT", (2, 0), None)]
     nm = mixed.NoiseModel().add(mixed.depolarizing(0.2), gates="CNOT")
     c = build(spec, 3, dtype, device, nm)
-    assert simulate._fused_segments(c, nm) is simulate._segments(c, nm)
+    segments, plain = simulate._fused_segments(c, nm), simulate._segments(c, nm)
+    # the plain segments, with the lone CNOT between channels as one direct gather (simulate._lean)
+    assert [kind for kind, _ in segments] == ["plan", "inst", "inst", "direct", "inst", "inst", "plan", "inst",
+                                              "inst"]
+    assert all(a is b for (ka, a), (_, b) in zip(segments, plain) if ka != "direct")
+    assert segments[3][1] is plain[3][1][1][0] and segments[3][1].gate.name == "CNOT"
     rng = np.random.default_rng(9)
     rho_np = rand_rho(3, rng, 2)
     got = mixed.run(c, state=torch.as_tensor(rho_np, dtype=dtype, device=device))

@@ -29,6 +29,8 @@ every call costs more than it saves on small registers).
 """
 from __future__ import annotations
 
+import heapq
+
 import torch
 
 from ..block_matrices import op_matrix
@@ -152,7 +154,7 @@ class SuperopBlock:
         return f"SuperopBlock({list(self.qubits)}: {', '.join(names)})"
 
 
-def plan_blocks(items) -> list:
+def plan_blocks(items, hoist: bool = False) -> list:
     """Group a flat circuit into blocks.
 
     ``items``: ``("op", op)``, ``("channel", Channel, wires)`` or ``("inst", instruction)`` in
@@ -161,6 +163,9 @@ def plan_blocks(items) -> list:
     ``("block", SuperopBlock)`` and ``("inst", instruction)`` in an order that keeps every
     wire's sequence: a block is closed before anything on its qubits that it cannot take is
     placed, and an instruction (measurement, reset, wider channel) closes every open block.
+    ``hoist=True``: a closed block goes before the gate run just emitted when none of that run's
+    gates touches its qubits (they commute), so the next gates join that run (with
+    :func:`wave_order`).
     """
     out: list = []
     open_blocks: list = []          # in the order they were opened
@@ -172,6 +177,9 @@ def plan_blocks(items) -> list:
                 out[-1][1].extend(entry[1])
                 return
             out.append(("ops", list(entry[1])))
+        elif hoist and entry[0] == "block" and out and out[-1][0] == "ops" and not any(
+                set(op.wires) & set(entry[1].qubits) for op in out[-1][1]):
+            out.insert(len(out) - 1, entry)
         else:
             out.append(entry)
 
@@ -281,3 +289,63 @@ class _ChannelStep:
 
     def apply(self, rho, generator=None):
         return self.channel(rho, self.wires)
+
+
+def _item_qubits(item) -> tuple:
+    return tuple(item[1].wires) if item[0] == "op" else tuple(item[2])
+
+
+def wave_order(items) -> list:
+    """The same gates and channels in an order that keeps every qubit's sequence (so the same map:
+    items on disjoint qubits commute) but runs the gates as early as they can go: all gates ready
+    (every earlier item on their qubits placed), repeatedly, then all channels ready, and again.
+    Gates between channels then share one run (one program call) where the circuit's order
+    alternated them: a QAOA cost layer with a channel after each RZZ, its edges listed vertex by
+    vertex, was one run per edge. Instructions (measurements, resets) stay barriers."""
+    out: list = []
+    chunk: list = []
+    for item in items:
+        if item[0] == "inst":
+            out.extend(_waves(chunk))
+            out.append(item)
+            chunk = []
+        else:
+            chunk.append(item)
+    out.extend(_waves(chunk))
+    return out
+
+
+def _waves(items) -> list:
+    """Gates / channels without instructions in :func:`wave_order`'s order, in O(items · wires)."""
+    if len(items) < 3:
+        return list(items)
+    queues: dict = {}
+    for i, item in enumerate(items):
+        for q in _item_qubits(item):
+            queues.setdefault(q, []).append(i)
+    heads = {q: 0 for q in queues}
+    queued = [False] * len(items)
+    ready_ops: list = []
+    ready_channels: list = []
+    out: list = []
+
+    def offer(i):
+        if not queued[i] and all(queues[q][heads[q]] == i for q in _item_qubits(items[i])):
+            queued[i] = True
+            heapq.heappush(ready_ops if items[i][0] == "op" else ready_channels, i)
+
+    def place(i):
+        out.append(items[i])
+        for q in _item_qubits(items[i]):
+            heads[q] += 1
+            if heads[q] < len(queues[q]):
+                offer(queues[q][heads[q]])
+    for q in queues:
+        offer(queues[q][0])
+    while len(out) < len(items):
+        while ready_ops:                # gates, as long as placing one frees another
+            place(heapq.heappop(ready_ops))
+        wave, ready_channels[:] = sorted(ready_channels), []
+        for i in wave:                  # then every channel ready now, as one wave
+            place(i)
+    return out

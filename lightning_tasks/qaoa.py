@@ -59,8 +59,13 @@ when left out, so a checkpoint always rebuilds the same graph).
 
 Noisy device (``noise_model=`` a plain-data noise spec, :mod:`lightning_tasks.noise_spec`, e.g.
 ``{"channels": [{"channel": "depolarizing", "p": 0.01, "gates": ["RZZ"]}], "readout": {"p01": 0.02}}``):
-the starts run as one batch of density matrices of the gate-level X-mixer circuit
-(:class:`~torchquantum_layers.optimization.noisy.NoisyQAOA`: H, then per layer RZ / RZZ / RX, each
+the starts run as one batch of density matrices (``noise_simulator="density"``, default, exact) or
+of ``n_trajectories`` sampled state vectors each (``noise_simulator="trajectories"``, an unbiased
+estimate drawn from torch's global generator: seed it, e.g. ``lightning.seed_everything``) of the
+gate-level circuit of the chosen ``mixer``
+(:class:`~torchquantum_layers.optimization.noisy.NoisyQAOA`: H, then per layer RZ / RZZ / RX for
+``mixer="x"``; RXX·RYY per ring pair for ``"xy"``, the tour-exchange terms for ``"swap"``, both from
+the uniform feasible superposition, see :mod:`torchquantum_layers.optimization.gate_level`; each
 channel after the gates its rule names) and the task trains on the expected cost the device
 reports, after ``mitigation`` (``"zne"``, ``"readout"`` or ``"zne+readout"``). Every logged and
 reported quantity is then the device's: the best start is the one of the lowest REPORTED cost (the
@@ -72,8 +77,8 @@ no mitigation: what sampling the device gives). Next to them ``ideal_expected_co
 ``ideal_ratio`` are the noiseless values of the same angles (the exact QAOA engine), so the effect
 of the noise and of its mitigation shows; :attr:`best` carries them too, and :meth:`result` stays
 the noiseless analysis of every start. Density matrices need ``4**n`` entries per start: up to
-:data:`~torchquantum_layers.optimization.noisy.MAX_DENSITY_QUBITS` (12) qubits. With noise:
-``diff_method="backprop"``, ``mixer="x"``, no ``cvar_alpha`` and no ``optimizer="qng"`` (its metric
+:data:`~torchquantum_layers.optimization.noisy.MAX_DENSITY_QUBITS` (12) qubits; trajectories
+``2**n`` per trajectory. With noise: ``diff_method="backprop"``, no ``cvar_alpha`` and no ``optimizer="qng"`` (its metric
 is that of a pure state); Adam, SGD, L-BFGS and SPSA train, and checkpoints resume exactly.
 
 Layer-by-layer growth (``grow=True``): training starts at depth 1 and adds one layer every
@@ -95,7 +100,7 @@ from torch import nn
 from torchquantum_layers import optimization as opt
 from torchquantum_layers.optim import make_optimizer, optimizer_class
 from torchquantum_layers.optimization.cvar import check_alpha
-from torchquantum_layers.optimization.noisy import MAX_DENSITY_QUBITS, NoisyQAOA
+from torchquantum_layers.optimization.noisy import MAX_DENSITY_QUBITS, SIMULATORS as NOISE_SIMULATORS, NoisyQAOA
 from torchquantum_layers.optimization.problems import MAX_EXACT_QUBITS
 
 from .noise_spec import check_noise_optimizer, check_noise_options
@@ -182,6 +187,8 @@ class QAOATask(SinglePointTask):
             at ``zne_scale_factors``, default 1, 3, 5, extrapolated by ``zne_extrapolation``:
             ``"richardson"`` (default), ``"linear"`` or ``"exponential"``), ``"readout"`` (the
             readout-mitigated cost observable) or ``"zne+readout"``.
+        noise_simulator: with ``noise_model``, ``"density"`` (default, exact, up to 12 qubits) or
+            ``"trajectories"`` (``n_trajectories`` sampled state vectors per start, default 64).
     """
 
     def __init__(self, problem: str = "maxcut", graph: Optional[Union[list, str]] = None,
@@ -198,7 +205,8 @@ class QAOATask(SinglePointTask):
                  diff_method: str = "adjoint", dtype: str = "complex64", seed: int = 0, top_k: int = 5,
                  init_angles: Optional[list] = None, cvar_alpha: Optional[float] = None,
                  noise_model: Optional[dict] = None, mitigation: Optional[str] = None,
-                 zne_scale_factors: Optional[list] = None, zne_extrapolation: str = "richardson"):
+                 zne_scale_factors: Optional[list] = None, zne_extrapolation: str = "richardson",
+                 noise_simulator: str = "density", n_trajectories: int = 64):
         super().__init__()
         what = "QAOATask"
         # validate everything cheap before building the problem
@@ -253,6 +261,7 @@ class QAOATask(SinglePointTask):
             cvar_alpha = check_alpha(cvar_alpha, what, name="cvar_alpha")
         device_noise = self._check_device_noise(noise_model, mitigation, zne_scale_factors, zne_extrapolation,
                                                 diff_method, optimizer, mixer, cvar_alpha)
+        self._check_simulator(noise_model, noise_simulator, n_trajectories)
         noise_model = plain_hparam(noise_model, f"{what}: noise_model")
         zne_scale_factors = plain_hparam(zne_scale_factors, f"{what}: zne_scale_factors")
         graph, n_nodes = _plain_graph(graph, n_nodes)
@@ -276,16 +285,21 @@ class QAOATask(SinglePointTask):
         n = self.problem.n_qubits
         self.device_noise = device_noise
         if device_noise is not None:
-            if n > MAX_DENSITY_QUBITS:
+            if noise_simulator == "density" and n > MAX_DENSITY_QUBITS:
                 raise ValueError(f"{what}: noise_model on {n} qubits needs density matrices of 4**{n} entries per "
-                                 f"start; the task simulates noise up to {MAX_DENSITY_QUBITS} qubits. For larger "
-                                 f"problems estimate the noisy costs with tql.optimization.NoisyQAOA(..., "
-                                 f"simulator='trajectories')")
+                                 f"start; the density simulator simulates noise up to {MAX_DENSITY_QUBITS} qubits. For "
+                                 f"larger problems use noise_simulator='trajectories' (state vectors of 2**{n} "
+                                 f"entries per trajectory, an unbiased estimate)")
             zne = dict(zne_scale_factors=zne_scale_factors) if zne_scale_factors is not None else {}
             # one module per depth, as the noiseless ones (each holds its gate-level circuit)
-            self.noisy = nn.ModuleDict({str(d): NoisyQAOA(self.problem, d, device_noise, mitigation=mitigation,
-                                                          extrapolation=zne_extrapolation, dtype=self.cdtype, **zne)
-                                        for d in depths})
+            try:
+                self.noisy = nn.ModuleDict({str(d): NoisyQAOA(self.problem, d, device_noise, mitigation=mitigation,
+                                                              extrapolation=zne_extrapolation, dtype=self.cdtype,
+                                                              mixer=mixer, simulator=noise_simulator,
+                                                              n_trajectories=n_trajectories, **zne)
+                                            for d in depths})
+            except ValueError as err:
+                raise ValueError(f"{what}: {err}") from None
         self.exact = opt.exact_solution(self.problem) if n <= MAX_EXACT_QUBITS else None
         N = 2 ** n
         # per-basis-state vectors for the logged quantities; not persistent (2^n entries do not
@@ -329,14 +343,29 @@ class QAOATask(SinglePointTask):
             raise ValueError(f"{what}: with noise_model the state is a density matrix, which the {diff_method} "
                              f"method cannot un-compute; use diff_method='backprop'")
         check_noise_optimizer(optimizer, what, arg="noise_model")
-        if mixer != "x":
-            raise ValueError(f"{what}: noise_model with mixer={mixer!r}: the noisy QAOA runs the gate-level circuit "
-                             f"of qaoa_circuit, which has the X mixer only; use mixer='x'")
         if cvar_alpha is not None:
             raise ValueError(f"{what}: cvar_alpha with noise_model is not available: CVaR needs the cost distribution "
                              f"of the state, and the noisy task trains on the reported (mitigated) expected cost; "
                              f"leave cvar_alpha=None")
         return model
+
+    @staticmethod
+    def _check_simulator(spec, simulator, n_trajectories) -> None:
+        """``noise_simulator`` / ``n_trajectories``: plain values, meaningful only with a noise spec."""
+        what = "QAOATask"
+        if not isinstance(simulator, str) or simulator not in NOISE_SIMULATORS:
+            raise ValueError(f"{what}: noise_simulator must be one of {', '.join(NOISE_SIMULATORS)}, got "
+                             f"{simulator!r}")
+        if isinstance(n_trajectories, bool) or not isinstance(n_trajectories, Integral):
+            raise TypeError(f"{what}: n_trajectories must be an int, got {n_trajectories!r}")
+        if n_trajectories < 1:
+            raise ValueError(f"{what}: n_trajectories must be >= 1, got {n_trajectories}")
+        if spec is None and (simulator != "density" or n_trajectories != 64):
+            raise ValueError(f"{what}: noise_simulator / n_trajectories apply only with noise_model=... (without "
+                             f"noise the task runs the exact state-vector engine)")
+        if simulator == "density" and n_trajectories != 64:
+            raise ValueError(f"{what}: n_trajectories={n_trajectories} applies to noise_simulator='trajectories'; "
+                             f"the density simulator is exact (leave n_trajectories at its default)")
 
     def _ramp_delta(self) -> float:
         if self.hparams.delta is not None:

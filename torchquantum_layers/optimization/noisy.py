@@ -1,9 +1,11 @@
 """QAOA on a noisy device: the costs and bitstring distribution a device with a noise model reports.
 
-:class:`NoisyQAOA` runs the gate-level X-mixer QAOA of :func:`~.qaoa.qaoa_circuit` (H on every
-wire, then per layer ``RZ(2γ h_i)``, ``RZZ(2γ J_ij)`` from the cost's Ising form and ``RX(2β)`` on
-every wire) under a :class:`~torchquantum_layers.mixed.NoiseModel`: each channel follows the gates
-its rule names (``gates="RZZ"``: after every cost interaction), readout errors flip the read bits.
+:class:`NoisyQAOA` runs the gate-level QAOA of :func:`~.gate_level.gate_level_qaoa` (X mixer: H on
+every wire, then per layer ``RZ(2γ h_i)``, ``RZZ(2γ J_ij)`` from the cost's Ising form and
+``RX(2β)`` on every wire; ``mixer="xy"``: ``RXX(β) RYY(β)`` per ring pair of each one-hot group;
+``mixer="swap"`` (TSP): one DOUBLEEXCITATION-based term per city exchange, both from the uniform
+feasible superposition, see :mod:`.gate_level`) under a
+:class:`~torchquantum_layers.mixed.NoiseModel`: each channel follows the gates its rule names (``gates="RZZ"``: after every cost interaction), readout errors flip the read bits.
 ``angles`` are ``(S, 2p)`` rows ``[γ_1 … γ_p, β_1 … β_p]`` as in :class:`~.qaoa.QAOA`; all S starts
 run as ONE batch of density matrices ``(S, 2**n, 2**n)`` (``simulator="density"``, exact) or of
 ``S × n_trajectories`` state vectors (``simulator="trajectories"``, an unbiased estimate).
@@ -17,6 +19,9 @@ is the mean of the cost over all bitstrings, where depolarising noise leads). ``
   read-out value is exactly the pre-readout ``Tr(ρ C)``;
 * ``"zne"``: zero-noise extrapolation by unitary folding (``tql.mixed.zne_expval``, at
   ``zne_scale_factors``, default 1, 3, 5, extrapolated by ``extrapolation``, default Richardson);
+  every gate of the circuit is folded, the W-state preparation of the XY mixer on colouring
+  included; an ideal start state (TSP, portfolio: ``preparation == "ideal"``) is not a gate and is
+  neither noisy nor folded;
 * ``"zne+readout"``: both.
 
 Gradients with respect to the angles come by backprop through the simulation (``diff_method=
@@ -43,7 +48,8 @@ from torch import nn
 from ..kernels.state import COMPLEX_DTYPES, REAL_OF
 from .angles import _check_p
 from .problems import MAX_EXACT_QUBITS, Problem, exact_solution
-from .qaoa import QAOAResult, qaoa_circuit
+from .gate_level import GATE_MIXERS, gate_level_qaoa
+from .qaoa import QAOAResult
 
 __all__ = ["NoisyQAOA", "noisy_expected_cost", "noisy_probabilities", "MAX_DENSITY_QUBITS", "SIMULATORS",
            "NOISY_MITIGATIONS"]
@@ -89,7 +95,11 @@ class NoisyQAOA(nn.Module):
         simulator: ``"density"`` (default, exact) or ``"trajectories"`` (estimates from
             ``n_trajectories`` sampled Kraus branches per start; pass a ``generator`` to seed them).
         diff_method: ``"backprop"`` (default) or ``"parameter-shift"``.
-        mixer: ``"x"`` only (the gate-level circuit has the X mixer); others are refused.
+        mixer: ``"x"`` (default), ``"xy"`` (one-hot problems: colouring, TSP, portfolio) or
+            ``"swap"`` (TSP): the gate-level circuits of :func:`~.gate_level.gate_level_qaoa`. The XY
+            and swap mixers start from the uniform feasible superposition, prepared by gates (W
+            states) for colouring, else given as an ideal, noise-free start state that ZNE does not
+            fold (``self.preparation``: ``"gates"`` or ``"ideal"``).
         dtype: complex64 (default) or complex128; ``.double()`` / ``.to(device)`` also work.
     """
 
@@ -104,9 +114,9 @@ class NoisyQAOA(nn.Module):
             raise TypeError(f"{what}: expected a Problem (from the optimization builders), got "
                             f"{type(problem).__name__}")
         self.p = _check_p(p, what)
-        if mixer != "x":
-            raise ValueError(f"{what}: mixer={mixer!r} is not available: the noisy QAOA runs the gate-level circuit "
-                             f"of qaoa_circuit, which has the X mixer only (mixer='x')")
+        if mixer not in GATE_MIXERS:
+            raise ValueError(f"{what}: mixer must be one of {GATE_MIXERS} (the gate-level circuits of "
+                             f"optimization.gate_level), got {mixer!r}")
         self.noise_model = _check_noise_model(noise_model, what)
         if mitigation is not None and mitigation not in NOISY_MITIGATIONS:
             raise ValueError(f"{what}: mitigation must be None, 'zne', 'readout' or 'zne+readout', got {mitigation!r}")
@@ -151,7 +161,12 @@ class NoisyQAOA(nn.Module):
         if dtype is not None and dtype not in COMPLEX_DTYPES:
             raise TypeError(f"{what}: dtype must be torch.complex64 or torch.complex128, got {dtype}")
         self.problem = problem
-        self.circuit = qaoa_circuit(problem, self.p, dtype=dtype, device=device)
+        self.mixer = mixer
+        gl = gate_level_qaoa(problem, self.p, mixer, dtype=dtype, device=device)
+        self.circuit = gl.circuit
+        self.preparation = gl.preparation
+        self._init64 = gl.initial_state          # (1, 2**n) complex128, or None: |0…0⟩ (prepared by gates)
+        self._init_cache = {}
         self._exact = None
         self._mitigated = (None, None)          # (readout error, its mitigated cost observable)
 
@@ -174,7 +189,8 @@ class NoisyQAOA(nn.Module):
         return self.problem.hamiltonian
 
     def extra_repr(self) -> str:
-        return (f"problem={self.problem.name}, n_qubits={self.n_qubits}, p={self.p}, noise={self.noise_model!r}, "
+        return (f"problem={self.problem.name}, n_qubits={self.n_qubits}, p={self.p}, mixer={self.mixer!r}, "
+                f"noise={self.noise_model!r}, "
                 f"mitigation={self.mitigation!r}, simulator={self.simulator!r}")
 
     # -- evaluation ------------------------------------------------------------------------------
@@ -188,6 +204,18 @@ class NoisyQAOA(nn.Module):
         if angles.device != self.device:
             raise TypeError(f"{what}: angles are on {angles.device} but the model is on {self.device}")
         return angles.to(REAL_OF[self.dtype])
+
+    def _start_state(self):
+        """The ideal start state ``(1, 2**n)`` in the model's dtype and device (None: |0…0⟩, the
+        preparation is gates of the circuit); converted once per dtype/device."""
+        if self._init64 is None:
+            return None
+        key = (self.dtype, str(self.device))
+        st = self._init_cache.get(key)
+        if st is None:
+            st = self._init64.to(device=self.device, dtype=self.dtype)
+            self._init_cache = {key: st}
+        return st
 
     def _check_generator(self, generator, what):
         if generator is not None and not isinstance(generator, torch.Generator):
@@ -217,7 +245,7 @@ class NoisyQAOA(nn.Module):
         x = self._angles(angles, what)
         self._check_generator(generator, what)
         H = self._observable()
-        kwargs = dict(x=x, noise_model=self.noise_model, diff_method=self.diff_method)
+        kwargs = dict(x=x, state=self._start_state(), noise_model=self.noise_model, diff_method=self.diff_method)
         if self.simulator == "trajectories":
             kwargs.update(n_trajectories=self.n_trajectories, generator=generator)
         if self.mitigation and "zne" in self.mitigation:
@@ -248,10 +276,10 @@ class NoisyQAOA(nn.Module):
         squeeze = x.dim() == 1
         x = x.reshape(-1, 2 * self.p)
         if self.simulator == "density":
-            rho = mixed.run(self.circuit, x=x, noise_model=self.noise_model)
+            rho = mixed.run(self.circuit, x=x, state=self._start_state(), noise_model=self.noise_model)
             probs = torch.diagonal(rho, dim1=-2, dim2=-1).real
         else:
-            psi = mixed.trajectories.run(self.circuit, x=x, noise_model=self.noise_model,
+            psi = mixed.trajectories.run(self.circuit, x=x, state=self._start_state(), noise_model=self.noise_model,
                                          n_trajectories=self.n_trajectories, generator=generator)
             probs = (psi.real.square() + psi.imag.square()).mean(1)
         if readout is not None:
@@ -383,7 +411,7 @@ def noisy_expected_cost(problem, angles, p: Optional[int] = None, noise_model=No
                         n_trajectories: int = 64, generator: Optional[torch.Generator] = None, dtype=None,
                         **options) -> torch.Tensor:
     """Expected costs ``(S,)`` of ``angles (S, 2p)`` that a device with ``noise_model`` reports,
-    after ``mitigation`` (:class:`NoisyQAOA`; ``options``: order, fold_method, diff_method).
+    after ``mitigation`` (:class:`NoisyQAOA`; ``options``: order, fold_method, diff_method, mixer).
     ``p`` defaults to ``angles.shape[-1] // 2``; ``dtype`` to complex128 for float64 angles,
     complex64 otherwise. Differentiable with respect to ``angles``."""
     what = "noisy_expected_cost"
@@ -399,7 +427,7 @@ def noisy_expected_cost(problem, angles, p: Optional[int] = None, noise_model=No
 
 def noisy_probabilities(problem, angles, p: Optional[int] = None, noise_model=None, mitigation: Optional[str] = None,
                         simulator: str = "density", n_trajectories: int = 64,
-                        generator: Optional[torch.Generator] = None, dtype=None) -> torch.Tensor:
+                        generator: Optional[torch.Generator] = None, dtype=None, mixer: str = "x") -> torch.Tensor:
     """Probabilities ``(S, 2**n)`` of reading each bitstring off the noisy device, readout errors
     included (``mitigation="readout"``: through the inverse confusion matrices); see
     :meth:`NoisyQAOA.probabilities`."""
@@ -408,5 +436,5 @@ def noisy_probabilities(problem, angles, p: Optional[int] = None, noise_model=No
     _check_noise_model(noise_model, what)
     device = angles.device
     model = _module(problem, p, noise_model, _dtype_of(angles, dtype), device, simulator=simulator,
-                    n_trajectories=n_trajectories)
+                    n_trajectories=n_trajectories, mixer=mixer)
     return model.probabilities(angles, generator, mitigation=mitigation)

@@ -1,0 +1,40 @@
+""":func:`qaoa_circuit`: the X-mixer QAOA as a gate-level :class:`~torchquantum_layers.Circuit`."""
+from __future__ import annotations
+
+import torch
+
+from .angles import _check_p
+from .problems import Problem
+
+__all__ = ["qaoa_circuit"]
+
+
+def qaoa_circuit(problem: Problem, p: int, dtype=None, device=None):
+    """QAOA with the X mixer as a gate-level :class:`~torchquantum_layers.Circuit` whose angles are
+    input columns: ``circ(x)`` with ``x = angles (S, 2p)`` (``[γ_1…γ_p, β_1…β_p]``, the same layout
+    and convention as :class:`QAOA`). Gates: H on every wire, then per layer ``RZ(2γ h_i)`` and
+    ``RZZ(2γ J_ij)`` from the problem's Ising form (``RZ(θ) = exp(-iθZ/2)``) and ``RX(2β)`` on every
+    wire. The constant term is left out (a global phase). Needs no 2^n diagonal."""
+    from ..circuit import Circuit, Input
+    if not isinstance(problem, Problem):
+        raise TypeError(f"qaoa_circuit: expected a Problem, got {type(problem).__name__}")
+    p = _check_p(p, "qaoa_circuit")
+    n = problem.n_qubits
+    h, J, _ = problem.ising()
+    circ = Circuit(n)
+    if device is not None:
+        circ = circ.to(device)
+    if dtype in (torch.complex128, torch.float64):
+        circ = circ.double()
+    for w in range(n):
+        circ.h(w)
+    pairs = torch.nonzero(J).tolist()
+    for l in range(p):
+        for i in range(n):
+            if float(h[i]) != 0:
+                circ.rz(i, Input(l, 2 * float(h[i])))
+        for i, j in pairs:
+            circ.rzz(i, j, Input(l, 2 * float(J[i, j])))
+        for w in range(n):
+            circ.rx(w, Input(p + l, 2.0))
+    return circ

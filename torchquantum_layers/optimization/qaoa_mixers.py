@@ -1,0 +1,167 @@
+"""Mixer construction and validation for :class:`~.qaoa.QAOA`, and the start state each mixer needs.
+
+:data:`MIXERS`, :data:`MIXER_KERNELS` and :data:`DEFAULT_BLOCK_WIRES`; :func:`_check_mixer_options`
+validates ``symmetry`` / ``block_wires`` / ``mixer_kernel`` against the mixer; the mixin
+:class:`_MixerSetup` builds the gate steps of one mixer layer (wire blocks of ⊗RX, XY ring pairs of
+the one-hot groups, TSP tour exchanges), their matrices, and the initial state (``|+⟩^n``, the uniform
+feasible superposition, a bitstring / basis index or a given state tensor).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+
+from .qaoa_ops import _kron_power, _rx2, _swap_matrix, _xy_matrix
+
+__all__ = ["MIXERS", "MIXER_KERNELS", "DEFAULT_BLOCK_WIRES"]
+
+MIXERS = ("x", "xy", "swap")
+
+# The ⊗RX mixer is applied as batched GEMMs over blocks of at most this many wires (measured on
+# the 2-core CPU, benchmarks/qaoa.py: 4-5 wires balance GEMM efficiency against 2^k flops).
+DEFAULT_BLOCK_WIRES = 4
+# How the adjoint path applies the X mixer: "real" (default) conjugates every simulated wire by
+# S = diag(1, i), which turns RX into the real rotation RY and leaves the diagonal cost alone, so
+# the mixer is a few REAL GEMMs on the (re, im) planes (half the flops of complex ones, and sgemm
+# runs nearer the memory bound on these skinny shapes); "complex" is the former route (complex
+# GEMMs), kept for comparison and as a reference.
+MIXER_KERNELS = ("real", "complex")
+
+
+def _check_mixer_options(what: str, mixer: str, block_wires, symmetry, mixer_kernel: str):
+    """Validate the X-mixer options against ``mixer``; -> (symmetry, block_wires) with defaults filled."""
+    if symmetry is not None and not isinstance(symmetry, bool):
+        raise TypeError(f"{what}: symmetry must be a bool (or None), got {symmetry!r}")
+    if mixer != "x":
+        # both only shape the ⊗RX mixer: refuse them rather than drop them silently
+        if block_wires is not None:
+            raise ValueError(f"{what}: block_wires={block_wires!r} sets the GEMM blocks of the X mixer; "
+                             f"mixer={mixer!r} does not use it (leave it None)")
+        if symmetry:
+            raise ValueError(f"{what}: symmetry=True (the half-register bit-flip route of the adjoint path) "
+                             f"exists for the X mixer only, not for mixer={mixer!r}; leave it None or False")
+    if symmetry is None:
+        symmetry = True
+    if block_wires is None:
+        block_wires = DEFAULT_BLOCK_WIRES
+    if isinstance(block_wires, bool) or not isinstance(block_wires, numbers.Integral) or block_wires < 1:
+        raise ValueError(f"{what}: block_wires must be a positive int, got {block_wires!r}")
+    if mixer_kernel not in MIXER_KERNELS:
+        raise ValueError(f"{what}: mixer_kernel must be one of {MIXER_KERNELS}, got {mixer_kernel!r}")
+    return symmetry, int(block_wires)
+
+
+class _MixerSetup:
+    """Mixer steps, their matrices and the initial state of :class:`~.qaoa.QAOA` (a mixin)."""
+
+    def _mixer_steps(self):
+        """List of (kind, wires) gate steps of one mixer layer (for "x": the wire blocks)."""
+        n, what = self.n_qubits, "qaoa"
+        if self.mixer == "x":
+            m = math.ceil(n / self.block_wires)
+            sizes = [n // m + (1 if i < n % m else 0) for i in range(m)]
+            out, w = [], 0
+            for k in sizes:
+                out.append(("x", tuple(range(w, w + k))))
+                w += k
+            return out
+        groups = self.problems[0].mixer_groups
+        for i, pr in enumerate(self.problems):
+            if pr.mixer_groups != groups:
+                raise ValueError(f"{what}: mixer={self.mixer!r} needs the same one-hot groups in every problem "
+                                 f"of the batch; problem {i} differs from problem 0")
+        if self.mixer == "xy":
+            if not groups:
+                raise ValueError(f"{what}: mixer='xy' needs a problem with one-hot groups (graph_colouring, tsp, "
+                                 f"portfolio); {self.problems[0].name} has none, use mixer='x'")
+            out = []
+            for grp in groups:
+                k = len(grp)
+                if k < 2:
+                    continue
+                pairs = [(grp[i], grp[i + 1]) for i in range(k - 1)]
+                if k > 2:
+                    pairs.append((grp[k - 1], grp[0]))
+                out += [("xy", pr) for pr in pairs]
+            return out
+        # swap
+        pr0 = self.problems[0]
+        if pr0.name != "tsp":
+            raise ValueError(f"{what}: mixer='swap' is the TSP tour-exchange mixer; {pr0.name} is not a TSP "
+                             f"(use mixer='xy' for one-hot groups)")
+        first, m = pr0.data["layout"]
+        for i, pr in enumerate(self.problems):
+            if pr.name != "tsp" or pr.data["layout"] != (first, m):
+                raise ValueError(f"{what}: mixer='swap' needs TSPs of the same layout; problem {i} differs")
+
+        def q(c, t):
+            return (c - first) * m + (t - first)
+        n_c = first + m
+        positions = list(range(first, n_c))
+        tpairs = [(positions[i], positions[i + 1]) for i in range(len(positions) - 1)]
+        if len(positions) > 2 and first == 0:
+            tpairs.append((positions[-1], positions[0]))
+        out = []
+        for t1, t2 in tpairs:
+            for u in range(first, n_c):
+                for v in range(u + 1, n_c):
+                    out.append(("swap", (q(u, t1), q(u, t2), q(v, t1), q(v, t2))))
+        return out
+
+    def _initial_state(self, spec) -> torch.Tensor:
+        what = "qaoa"
+        n = self.n_qubits
+        N = 2 ** n
+        if isinstance(spec, str) and spec in ("auto", "plus", "feasible"):
+            kind = spec
+            if kind == "auto":
+                kind = "plus" if self.mixer == "x" else "feasible"
+            if kind == "plus":
+                return torch.full((1, N), 1 / math.sqrt(N), dtype=torch.complex128)
+            rows = []
+            for i, pr in enumerate(self.problems):
+                mask = pr.feasible_mask().to(torch.float64)
+                cnt = float(mask.sum())
+                if cnt == 0:
+                    raise ValueError(f"{what}: problem {i} ({pr.name}) has no feasible bitstring to start from")
+                rows.append((mask / math.sqrt(cnt)).to(torch.complex128))
+            st = torch.stack(rows)
+            if bool((st == st[:1]).all()):
+                st = st[:1]
+            return st
+        if isinstance(spec, (str, numbers.Integral)) and not isinstance(spec, bool):
+            if isinstance(spec, str):
+                if len(spec) != n or any(ch not in "01" for ch in spec):
+                    raise ValueError(f"{what}: initial_state {spec!r} must be 'auto', 'plus', 'feasible', a "
+                                     f"bitstring of {n} bits or a state tensor")
+                idx = int(spec, 2)
+            else:
+                idx = int(spec)
+                if not 0 <= idx < N:
+                    raise ValueError(f"{what}: initial basis index {idx} is out of range [0, 2**{n})")
+            st = torch.zeros(1, N, dtype=torch.complex128)
+            st[0, idx] = 1
+            return st
+        if isinstance(spec, torch.Tensor):
+            st = spec.detach().to(torch.complex128).cpu()
+            if st.dim() == 1:
+                st = st.unsqueeze(0)
+            if st.dim() != 2 or st.shape[1] != N or st.shape[0] not in (1, self.n_graphs):
+                raise ValueError(f"{what}: initial_state tensor must have shape ({N},) or ({self.n_graphs}, {N}), "
+                                 f"got {tuple(spec.shape)}")
+            norms = torch.linalg.vector_norm(st, dim=1)
+            if not bool((norms - 1).abs().max() < 1e-6):
+                raise ValueError(f"{what}: initial_state must be normalised (norms {norms.tolist()})")
+            return st
+        raise TypeError(f"{what}: initial_state must be 'auto', 'plus', 'feasible', a bitstring, an index or a "
+                        f"tensor, got {type(spec).__name__}")
+
+    def _step_matrix(self, kind, k, beta):
+        cd = self.dtype
+        if kind == "x":
+            return _kron_power(_rx2(beta, cd), k)
+        if kind == "xy":
+            return _xy_matrix(beta, cd)
+        return _swap_matrix(beta, cd)

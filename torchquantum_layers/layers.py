@@ -34,7 +34,7 @@ MITIGATIONS = ("readout", "zne", "zne+readout")
 MAX_DENSITY_WIRES = 12
 _ZNE_EXTRAPOLATIONS = ("richardson", "linear", "exponential")     # "polynomial" needs an order
 ENCODINGS = ("angle", "iqp", "reupload", "none")
-ANSATZE = ("hardware_efficient", "strongly_entangling", "basic_entangler", "rxryrz_ring", "none")
+ANSATZE = ("hardware_efficient", "strongly_entangling", "basic_entangler", "rxryrz_ring", "qcnn", "none")
 _PAULI_LETTERS = ("X", "Y", "Z")
 
 
@@ -61,11 +61,12 @@ def _check_int(value, name, what, minimum=1):
     return value
 
 
-def _measure_observables(measure, n_wires):
-    """``"Z"`` (or ``"X"``/``"Y"``): that Pauli on every wire; anything else is passed through."""
+def _measure_observables(measure, n_wires, wires=None):
+    """``"Z"`` (or ``"X"``/``"Y"``): that Pauli on every wire (on ``wires`` where given); anything
+    else is passed through."""
     if isinstance(measure, str) and measure.strip().upper() in _PAULI_LETTERS:
         letter = measure.strip().upper()
-        return [f"{letter}{w}" for w in range(n_wires)]
+        return [f"{letter}{w}" for w in (range(n_wires) if wires is None else wires)]
     return measure
 
 
@@ -239,6 +240,10 @@ class QuantumLayer(nn.Module):
           angle of gate ``k`` (RX, RY, RZ) on wire ``w`` in layer ``l``.
         * ``"strongly_entangling"``: :func:`templates.strongly_entangling`.
         * ``"basic_entangler"``: :func:`templates.basic_entangler` (``rotation`` kwarg).
+        * ``"qcnn"``: :func:`templates.qcnn`, ``n_layers`` convolution layers per level;
+          ``ansatz_kwargs``: ``conv`` ("su4"/"ry_cnot"), ``n_readout`` (default 1), ``pooling``. A
+          Pauli-letter ``measure`` ("Z") then reads the readout wires only
+          (:func:`templates.qcnn_readout_wires`), the others having been pooled away.
         * ``"none"``: no trainable gates.
 
         ``measure``: ``"Z"`` (⟨Z_w⟩ on every wire; ``"X"``, ``"Y"`` likewise) or a list of
@@ -282,6 +287,9 @@ class QuantumLayer(nn.Module):
                              f"> n_wires={n_wires} (use encoding='reupload' or a classical pre-net)")
         if ansatz != "none" and n_layers == 0 and encoding != "reupload":
             raise ValueError(f"{what}: n_layers must be >= 1 for ansatz {ansatz!r}")
+        if encoding == "reupload" and ansatz == "qcnn":
+            raise ValueError(f"{what}: ansatz='qcnn' pools the register down to its readout wires, so it "
+                             f"cannot follow each re-uploading block: use encoding='angle' or 'iqp'")
         if encoding == "reupload" and n_layers == 0:
             raise ValueError(f"{what}: encoding='reupload' needs n_layers >= 1")
         n_features = n_wires if n_features is None and encoding != "none" else n_features
@@ -320,7 +328,10 @@ class QuantumLayer(nn.Module):
             if "unexpected keyword" in str(err) or "got an unexpected" in str(err):
                 raise TypeError(f"{what}: {err}") from None
             raise
-        observables = _measure_observables(measure, n_wires)
+        readout = None
+        if ansatz == "qcnn":        # the pooled-away wires hold nothing to read
+            readout = T.qcnn_readout_wires(n_wires, ans_kw.get("n_readout", 1))
+        observables = _measure_observables(measure, n_wires, readout)
         return cls(circuit, observables, diff_method=diff_method, dtype=dtype, shots=shots, seed=seed,
                    input_map=input_map, noise_model=noise_model, simulator=simulator,
                    n_trajectories=n_trajectories, mitigation=mitigation, zne_scale_factors=zne_scale_factors,
@@ -659,3 +670,8 @@ def _ansatz(circuit, name, n_layers, layer, kw, init, what, single_layer=False, 
         T.strongly_entangling(circuit, n_layers, init=init, **kw)
     elif name == "basic_entangler":
         T.basic_entangler(circuit, n_layers, init=init, **kw)
+    elif name == "qcnn":
+        if "n_conv" in kw:
+            raise TypeError(f"{what}: ansatz_kwargs['n_conv'] clashes with n_layers, which is the number of "
+                            f"convolution layers per QCNN level: give n_layers")
+        T.qcnn(circuit, n_conv=n_layers, init=init, **kw)

@@ -39,7 +39,7 @@ from .kernels.state import COMPLEX_DTYPES, check_allocation
 __all__ = ["angle_encoding", "amplitude_encoding", "basis_encoding", "iqp_features", "iqp_encoding",
            "hardware_efficient", "strongly_entangling", "basic_entangler", "data_reuploading", "qft",
            "qft_circuit", "entangler_pairs", "pauli_rotation", "trotter", "product_formula",
-           "hamiltonian_variational"]
+           "hamiltonian_variational", "qcnn", "qcnn_readout_wires"]
 
 CircuitLike = Union[Circuit, int]
 
@@ -584,3 +584,5 @@ def qaoa(problem, p: int, mixer: str = "x", **kwargs):
 
 # Hamiltonian evolution lives in its own module (it needs the observables); templates re-exports it
 from .trotter import hamiltonian_variational, pauli_rotation, product_formula, trotter  # noqa: E402
+# the QCNN template lives in its own module (its schedule and blocks); templates re-exports it
+from .qcnn import qcnn, qcnn_readout_wires  # noqa: E402

@@ -1,6 +1,6 @@
 """Exact diagonalisation of Pauli-sum Hamiltonians: ground states and spectra.
 
-``ground_state(H, k)`` uses dense ``torch.linalg.eigh`` up to :data:`DENSE_EIGH_MAX_WIRES`
+``ground_state(H, k)`` uses dense ``torch.linalg.eigh`` up to :data:`DENSE_EIGH_MAX_WIRES` (9)
 qubits, and beyond that a matrix-free Lanczos (``scipy.sparse.linalg.eigsh`` driven by
 :func:`~torchquantum_layers.observables.apply_hamiltonian`, so no matrix is ever built) or, when
 SciPy is not installed, ``torch.lobpcg`` on the sparse matrix (a few iterations: it is a Python
@@ -24,8 +24,10 @@ from .observables.pauli import _popcount
 
 __all__ = ["ground_state", "spectrum", "evolve", "DENSE_EIGH_MAX_WIRES"]
 
-DENSE_EIGH_MAX_WIRES = 12
-"""``method="auto"`` diagonalises densely up to this many qubits."""
+DENSE_EIGH_MAX_WIRES = 9
+"""``method="auto"`` diagonalises densely up to this many qubits (and where ``k`` asks for a
+sixteenth of the spectrum and at least 32 levels). Measured on a 2-core CPU, k = 1 and 8, an Ising chain: dense
+eigh 0.04 / 0.17 / 0.69 s at 9 / 10 / 11 qubits, the matrix-free Lanczos 0.006 / 0.017 / 0.017 s."""
 
 # torch.lobpcg is a Python loop (slow per iteration): it gives a starting block, and a restarted
 # block Lanczos on H·ψ (matrix-free, apply_hamiltonian) converges it.
@@ -65,7 +67,7 @@ def ground_state(H, k: int = 1, n_wires: Optional[int] = None, method: str = "au
     ``(k, 2**n)`` normalised eigenvectors (rows; each defined up to a phase, and within a
     degenerate level up to a unitary mix).
 
-    ``method``: ``"auto"`` (dense for n <= 12, else ``"eigsh"`` if SciPy is installed, else
+    ``method``: ``"auto"`` (dense for n <= 9 or k >= max(32, 2**n / 16), else ``"eigsh"`` if SciPy is installed, else
     ``"lobpcg"``), ``"dense"`` (``torch.linalg.eigh``; refused beyond 14 qubits), ``"eigsh"``
     (matrix-free Lanczos on H·ψ) or ``"lobpcg"`` (``torch.lobpcg`` on the sparse matrix, then
     block Lanczos). ``tol``: residual tolerance of the iterative methods. ``device``: where the
@@ -77,7 +79,7 @@ def ground_state(H, k: int = 1, n_wires: Optional[int] = None, method: str = "au
         raise ValueError(f"ground_state: k must be an int in [1, {N}] for {n} qubits, got {k!r}")
     k = int(k)
     if method == "auto":
-        if n <= DENSE_EIGH_MAX_WIRES:
+        if n <= DENSE_EIGH_MAX_WIRES or (k >= max(32, N // 16) and n <= DENSE_MAX_WIRES):
             method = "dense"
         else:
             try:

@@ -141,15 +141,19 @@ def test_active_space_molecules_reach_chemical_accuracy_with_fewer_operators_tha
     H, info = chem.load(molecule)
     r = adapt_vqe(H, info.n_electrons, pool=pool, dtype=dtype)
     assert r.converged and abs(r.energy - info.fci_energy) < CHEM_ACC
-    assert r.energy > info.fci_energy - (1e-5 if dtype == torch.complex64 else 1e-9)   # variational
     assert r.n_iterations < len(operator_pool(pool, info.n_qubits, info.n_electrons))
     assert len(r.energies) == r.n_iterations + 1 == len(r.gradient_norms)
-    slack = 1e-5 if dtype == torch.complex64 else 1e-9
+    # complex64 energies carry float32 rounding RELATIVE to |E| (H2O: 75 Ha, 1e-4 Ha on AMD EPYC)
+    slack = 2e-6 * abs(info.fci_energy) if dtype == torch.complex64 else 1e-9
     assert all(b <= a + slack for a, b in zip(r.energies, r.energies[1:]))   # a new angle starts at 0
     assert r.circuit.num_parameters == r.n_iterations
-    # the returned circuit and angles give the reported energy (dense NumPy ⟨ψ|H|ψ⟩)
+    # the returned circuit and angles give the reported energy (dense NumPy ⟨ψ|H|ψ⟩), and the state
+    # is variational: evaluated in complex128 on the normalised state, never below FCI
     psi = r.circuit().detach().cpu().numpy().astype(np.complex128)[0]
-    assert np.vdot(psi, _dense_h(H, info.n_qubits) @ psi).real == pytest.approx(r.energy, abs=10 * slack)
+    psi /= np.linalg.norm(psi)
+    dense_energy = np.vdot(psi, _dense_h(H, info.n_qubits) @ psi).real
+    assert dense_energy == pytest.approx(r.energy, abs=10 * slack)
+    assert dense_energy > info.fci_energy - 1e-9
 
 
 def test_stopping_rules():

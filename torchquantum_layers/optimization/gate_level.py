@@ -35,6 +35,7 @@ import torch
 
 from .angles import _check_p
 from .problems import Problem
+from .qaoa_mixers import ring_pairs, tour_exchange_terms
 
 __all__ = ["GateLevelQAOA", "gate_level_qaoa", "GATE_MIXERS", "mixer_pairs", "swap_terms"]
 
@@ -59,13 +60,7 @@ def mixer_pairs(problem: Problem, what: str = "gate_level_qaoa") -> list:
     if not groups:
         raise ValueError(f"{what}: mixer='xy' needs a problem with one-hot groups (graph_colouring, tsp, "
                          f"portfolio); {problem.name} has none, use mixer='x'")
-    out = []
-    for grp in groups:
-        k = len(grp)
-        out += [(grp[i], grp[i + 1]) for i in range(k - 1)]
-        if k > 2:
-            out.append((grp[k - 1], grp[0]))
-    return out
+    return [pair for grp in groups for pair in ring_pairs(grp)]
 
 
 def swap_terms(problem: Problem, what: str = "gate_level_qaoa") -> list:
@@ -74,17 +69,7 @@ def swap_terms(problem: Problem, what: str = "gate_level_qaoa") -> list:
     if problem.name != "tsp":
         raise ValueError(f"{what}: mixer='swap' is the TSP tour-exchange mixer; {problem.name} is not a TSP "
                          f"(use mixer='xy' for one-hot groups)")
-    first, m = problem.data["layout"]
-
-    def q(c, t):
-        return (c - first) * m + (t - first)
-    n_c = first + m
-    positions = list(range(first, n_c))
-    tpairs = [(positions[i], positions[i + 1]) for i in range(len(positions) - 1)]
-    if len(positions) > 2 and first == 0:
-        tpairs.append((positions[-1], positions[0]))
-    return [(q(u, t1), q(u, t2), q(v, t1), q(v, t2))
-            for t1, t2 in tpairs for u in range(first, n_c) for v in range(u + 1, n_c)]
+    return tour_exchange_terms(*problem.data["layout"])
 
 
 def _product_of_one_hot(problem: Problem) -> bool:

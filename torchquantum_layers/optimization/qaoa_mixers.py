@@ -15,6 +15,31 @@ import torch
 
 from .qaoa_ops import _kron_power, _rx2, _swap_matrix, _xy_matrix
 
+
+def ring_pairs(group) -> list:
+    """The XY mixer's wire pairs on one one-hot group: consecutive wires, then (last, first) for
+    groups of 3 or more (none for a group of one)."""
+    k = len(group)
+    pairs = [(group[i], group[i + 1]) for i in range(k - 1)]
+    if k > 2:
+        pairs.append((group[k - 1], group[0]))
+    return pairs
+
+
+def tour_exchange_terms(first: int, m: int) -> list:
+    """The TSP swap mixer's terms for the tour layout ``(first, m)`` (wire of city c at position t:
+    ``(c - first)·m + (t - first)``): wires ``(u@t, u@t', v@t, v@t')`` per position pair (t, t')
+    — consecutive, and the closing one for a free start — and city pair u < v."""
+    def q(c, t):
+        return (c - first) * m + (t - first)
+    n_c = first + m
+    positions = list(range(first, n_c))
+    tpairs = [(positions[i], positions[i + 1]) for i in range(len(positions) - 1)]
+    if len(positions) > 2 and first == 0:
+        tpairs.append((positions[-1], positions[0]))
+    return [(q(u, t1), q(u, t2), q(v, t1), q(v, t2))
+            for t1, t2 in tpairs for u in range(first, n_c) for v in range(u + 1, n_c)]
+
 __all__ = ["MIXERS", "MIXER_KERNELS", "DEFAULT_BLOCK_WIRES"]
 
 MIXERS = ("x", "xy", "swap")
@@ -78,13 +103,7 @@ class _MixerSetup:
                                  f"portfolio); {self.problems[0].name} has none, use mixer='x'")
             out = []
             for grp in groups:
-                k = len(grp)
-                if k < 2:
-                    continue
-                pairs = [(grp[i], grp[i + 1]) for i in range(k - 1)]
-                if k > 2:
-                    pairs.append((grp[k - 1], grp[0]))
-                out += [("xy", pr) for pr in pairs]
+                out += [("xy", pr) for pr in ring_pairs(grp)]
             return out
         # swap
         pr0 = self.problems[0]
@@ -95,20 +114,7 @@ class _MixerSetup:
         for i, pr in enumerate(self.problems):
             if pr.name != "tsp" or pr.data["layout"] != (first, m):
                 raise ValueError(f"{what}: mixer='swap' needs TSPs of the same layout; problem {i} differs")
-
-        def q(c, t):
-            return (c - first) * m + (t - first)
-        n_c = first + m
-        positions = list(range(first, n_c))
-        tpairs = [(positions[i], positions[i + 1]) for i in range(len(positions) - 1)]
-        if len(positions) > 2 and first == 0:
-            tpairs.append((positions[-1], positions[0]))
-        out = []
-        for t1, t2 in tpairs:
-            for u in range(first, n_c):
-                for v in range(u + 1, n_c):
-                    out.append(("swap", (q(u, t1), q(u, t2), q(v, t1), q(v, t2))))
-        return out
+        return [("swap", wires) for wires in tour_exchange_terms(first, m)]
 
     def _initial_state(self, spec) -> torch.Tensor:
         what = "qaoa"

@@ -13,24 +13,22 @@ from ..circuit import Param
 from ..kernels.state import check_allocation
 from .adjoint import derivative_states
 
-__all__ = ["quantum_fisher"]
+__all__ = ["quantum_fisher", "tangent_states", "fubini_study"]
 
 
-def quantum_fisher(circuit, x=None, state=None):
-    """Fubini–Study metric g_ij = Re[⟨∂iψ|∂jψ⟩ − ⟨∂iψ|ψ⟩⟨ψ|∂jψ⟩] per sample, (B, P, P).
-
-    Multiply by 4 for the quantum Fisher information; :class:`tql.optim.QNG` uses it for the
-    quantum natural gradient. No autograd graph is recorded; memory: (P + 1) · B states.
-    """
+def tangent_states(circuit, x=None, state=None, weights=None):
+    """The output states ``ψ`` ``(B, 2**n)`` and their derivatives ``|∂_i ψ⟩`` ``(P, B, 2**n)``
+    with respect to the P trainable angles (at ``weights``, default the circuit's), in one
+    gate-by-gate pass of ``(P + 1) · B`` rows (module notes). No autograd graph is recorded."""
     if circuit.is_noisy:
-        raise ValueError("quantum_fisher: the Fubini–Study metric is that of a pure output state; this circuit has "
+        raise ValueError("tangent_states: the derivative states are those of a pure output state; this circuit has "
                          "channels, measurements, resets or a noise model")
     x, state, _ = circuit.prepare(x, state)
     n, P = circuit.n_wires, circuit.num_parameters
     B = state.shape[0]
     check_allocation(n, (P + 1) * B, state.dtype, state.device)
     with torch.no_grad():
-        weights = circuit.weights.detach()
+        weights = circuit.weights_or(weights, "tangent_states").detach()
         rows = torch.zeros((P + 1) * B, 2 ** n, dtype=state.dtype, device=state.device)
         rows[:B] = state
         x_rows = None if x is None else x.repeat(P + 1, 1)
@@ -46,7 +44,24 @@ def quantum_fisher(circuit, x=None, state=None):
                     start = (a.index + 1) * B
                     after[start:start + B] += a.scale * mus[j]
             rows = after
-        psi, d = rows[:B], rows[B:].reshape(P, B, 2 ** n)
-        overlap = torch.einsum("pbn,qbn->bpq", d.conj(), d)
-        berry = torch.einsum("pbn,bn->bp", d.conj(), psi)
-        return (overlap - berry[:, :, None] * berry.conj()[:, None, :]).real
+        return rows[:B], rows[B:].reshape(P, B, 2 ** n)
+
+
+def quantum_fisher(circuit, x=None, state=None):
+    """Fubini–Study metric g_ij = Re[⟨∂iψ|∂jψ⟩ − ⟨∂iψ|ψ⟩⟨ψ|∂jψ⟩] per sample, (B, P, P).
+
+    Multiply by 4 for the quantum Fisher information; :class:`tql.optim.QNG` uses it for the
+    quantum natural gradient. No autograd graph is recorded; memory: (P + 1) · B states.
+    """
+    if circuit.is_noisy:
+        raise ValueError("quantum_fisher: the Fubini–Study metric is that of a pure output state; this circuit has "
+                         "channels, measurements, resets or a noise model")
+    psi, d = tangent_states(circuit, x, state)
+    return fubini_study(psi, d)
+
+
+def fubini_study(psi, d):
+    """``Re[⟨∂iψ|∂jψ⟩ − ⟨∂iψ|ψ⟩⟨ψ|∂jψ⟩]`` ``(B, P, P)`` from :func:`tangent_states`' output."""
+    overlap = torch.einsum("pbn,qbn->bpq", d.conj(), d)
+    berry = torch.einsum("pbn,bn->bp", d.conj(), psi)
+    return (overlap - berry[:, :, None] * berry.conj()[:, None, :]).real

@@ -51,6 +51,9 @@ def today() -> str:
 
 
 def table(rows, headers) -> str:
+    # a "|" inside a cell or header ("|noisy − ideal|") would split a Markdown row: escape it
+    headers = [str(h).replace("|", "\\|") for h in headers]
+    rows = [[str(c).replace("|", "\\|") for c in r] for r in rows]
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
     line = "| " + " | ".join(str(h).ljust(w) for h, w in zip(headers, widths)) + " |"
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"

@@ -43,23 +43,14 @@ from common import add_runtime_flags, keep_memory_if_asked, machine, paired, set
 
 
 @contextlib.contextmanager
-def lean(on: bool):
-    old = simulate.LEAN_SEGMENTS
-    simulate.LEAN_SEGMENTS = on
+def simulate_flag(name: str, on: bool):
+    """``mixed.simulate.<name>`` (FUSE_CHANNELS or LEAN_SEGMENTS) set to ``on`` for the block."""
+    old = getattr(simulate, name)
+    setattr(simulate, name, on)
     try:
         yield
     finally:
-        simulate.LEAN_SEGMENTS = old
-
-
-@contextlib.contextmanager
-def fused(on: bool):
-    old = simulate.FUSE_CHANNELS
-    simulate.FUSE_CHANNELS = on
-    try:
-        yield
-    finally:
-        simulate.FUSE_CHANNELS = old
+        setattr(simulate, name, old)
 
 
 def layer_case(n, kind):
@@ -127,7 +118,7 @@ def main(argv=None):
     set_threads(args)
     kept = keep_memory_if_asked(args)
     rows = []
-    switch = fused if args.compare == "fusion" else lean
+    flag = "FUSE_CHANNELS" if args.compare == "fusion" else "LEAN_SEGMENTS"
     picked = set(args.cases.split(","))
     for n in [int(s) for s in args.sizes.split(",")]:
         cases = [("layer pauli", lambda: layer_case(n, "pauli")), ("layer damping", lambda: layer_case(n, "damping")),
@@ -140,7 +131,7 @@ def main(argv=None):
             for what, fn in (("forward", forward), ("fwd+bwd", step)):
                 res = {}
                 for on in (False, True):
-                    with switch(on):
+                    with simulate_flag(flag, on):
                         ratio, t, _ = paired(fn, rho, args.rounds, min_time=0.05)
                     res[on] = (t * 1e3, ratio)
                 (tb, rb), (ta, ra) = res[False], res[True]

@@ -110,3 +110,70 @@ def test_deep_complex64_circuit_has_no_bias_from_the_constant():
         e128 = float(tql.expval(c128, H, x=x.double())[0])
     assert drift > 1e-7                          # the case the split is for (else this proves nothing)
     assert abs(e64 - e128) < 2e-5                # float32 resolution at 100 is 7.6e-6; before: ~100·drift
+
+
+# ------------------------------------------------------------------------------------------------
+# density matrices: the identity terms are c·Tr ρ₀ (channels are trace preserving)
+def _noisy_circuit(dtype, device="cpu", n=2, layers=1, gamma=0.2):
+    c = tql.MixedCircuit(n, dtype=dtype).to(device)
+    for _ in range(layers):
+        for w in range(n):
+            c.ry(w, trainable=True)
+            c.channel(tql.mixed.amplitude_damping(gamma), w)
+        for w in range(n - 1):
+            c.cnot(w, w + 1)
+    return c
+
+
+def _kraus_oracle(c, rho0, gamma=0.2):
+    """The same circuit on a dense NumPy ρ: RY matrices, amplitude-damping Kraus maps, CNOTs."""
+    n = c.n_wires
+    w = iter(c.weights.detach().double().cpu().numpy())
+    k = [np.array([[1, 0], [0, math.sqrt(1 - gamma)]]), np.array([[0, math.sqrt(gamma)], [0, 0]])]
+    rho = rho0.astype(np.complex128)
+    for op in c.ops:
+        u = O.full_operator(O.gate_matrix(op.gate.name, *([next(w)] if op.gate.name == "RY" else [])), op.wires, n)
+        rho = u @ rho @ u.conj().T
+        if op.gate.name == "RY":
+            ks = [O.full_operator(m, op.wires, n) for m in k]
+            rho = sum(m @ rho @ m.conj().T for m in ks)
+    return rho
+
+
+@pytest.mark.parametrize("method", ["backprop", "parameter-shift"])
+def test_density_values_match_the_kraus_oracle_for_unnormalised_states(method, dtype, device, atol):
+    c = _noisy_circuit(dtype, device)
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=(4, 4)) + 1j * rng.normal(size=(4, 4))
+    rho0 = a @ a.conj().T
+    rho0 = 1.3 * rho0 / np.trace(rho0).real                      # trace 1.3: c·Tr ρ₀, not c
+    H = Hamiltonian([(-73.1, ""), (0.4, "Z0"), (0.2, "X0 X1")])
+    got = tql.mixed.expval(c, H, state=torch.as_tensor(rho0[None], dtype=dtype, device=device), diff_method=method)
+    rho = _kraus_oracle(c, rho0)
+    assert float(got[0].detach()) == pytest.approx(np.trace(rho @ H.to_dense(2).numpy()).real, abs=100 * atol)
+
+
+def test_density_gradcheck_with_constant_terms():
+    c = _noisy_circuit(torch.complex128)
+    rng = np.random.default_rng(8)
+    a = rng.normal(size=(4, 4)) + 1j * rng.normal(size=(4, 4))
+    rho0 = torch.as_tensor((a @ a.conj().T / np.trace(a @ a.conj().T).real)[None]).requires_grad_()
+    w = c.weights.detach().clone().requires_grad_()
+    H = Hamiltonian([(2.5, ""), (0.4, "Z0"), (0.2, "X0 X1")])
+    assert torch.autograd.gradcheck(lambda w, r: tql.mixed.expval(c, H, state=r, weights=w), (w, rho0))
+
+
+def test_deep_complex64_density_has_no_bias_from_the_constant():
+    H = Hamiltonian([(-100.0, ""), (0.5, "Z0 Z1"), (0.25, "X2")])
+    c64, c128 = _noisy_circuit(torch.complex64, n=3, layers=60, gamma=0.02), \
+        _noisy_circuit(torch.complex128, n=3, layers=60, gamma=0.02)
+    torch.manual_seed(3)
+    with torch.no_grad():
+        c64.weights.uniform_(-3, 3)
+        c128.weights.copy_(c64.weights.double())
+        rho = tql.mixed.run(c64)
+        drift = abs(float(rho[0].diagonal().sum().real.double()) - 1)
+        e64 = float(tql.mixed.expval(c64, H)[0])
+        e128 = float(tql.mixed.expval(c128, H)[0])
+    assert drift > 1e-7                          # the case the split is for
+    assert abs(e64 - e128) < 2e-5

@@ -37,27 +37,6 @@ def _observable_list(observables):
                     f"got {type(observables).__name__}")
 
 
-def _split_constants(obs):
-    """The observables without their identity terms, and those terms' coefficients as a list (None
-    where no observable has any): see ``Hamiltonian.split_constant``."""
-    from ..observables import Hamiltonian
-    split = [o.split_constant() if isinstance(o, Hamiltonian) else (o, 0.0) for o in obs]
-    if all(c == 0 for _, c in split):
-        return obs, None
-    return [h for h, _ in split], [c for _, c in split]
-
-
-def _constant_terms(constants, state, values):
-    """``c·‖ψ₀‖²`` per row and observable, ``(B, n_obs)``: the identity terms' expectation, exact
-    since the gates are unitary (``state`` None: |0…0⟩, norm 1). Through ``‖ψ₀‖²`` the input
-    state's gradient keeps the identity terms' part."""
-    c = torch.tensor([complex(k).real for k in constants], dtype=values.dtype, device=values.device)
-    if state is None:
-        return c.expand_as(values)
-    norms = torch.linalg.vector_norm(state, dim=-1).to(values.dtype) ** 2
-    return norms[:, None] * c
-
-
 def _coerce(o):
     from ..observables import Hamiltonian, PauliString
     if isinstance(o, str):
@@ -97,6 +76,7 @@ def circuit_expval(circuit, observables, x=None, state=None, diff_method="backpr
     from ..circuit import _is_density_input
     from ..engine import run_circuit
     from ..observables import expectation
+    from ..observables.hamiltonian import add_constants, split_constants
     check_diff_method(diff_method)
     # channels, measurements, resets and noise exist only on density matrices
     density = _is_density_input(state) or circuit.is_noisy
@@ -118,7 +98,7 @@ def circuit_expval(circuit, observables, x=None, state=None, diff_method="backpr
                          "'parameter-shift' (as hardware would) or 'backprop' for a value only")
     x, state, squeeze = circuit.prepare(x, state, materialize=diff_method == "parameter-shift")
     weights = circuit.weights_or(weights, "expval")
-    obs, constants = _split_constants(obs)
+    obs, constants = split_constants(obs)
     if diff_method == "backprop":
         psi = run_circuit(circuit, state, x, weights)
         values = expectation(psi, obs, shots=shots, generator=generator)
@@ -127,7 +107,9 @@ def circuit_expval(circuit, observables, x=None, state=None, diff_method="backpr
     else:
         values = ParameterShiftExpval.apply(circuit, obs, shots, generator, x, state, weights)
     if constants is not None:
-        values = values + _constant_terms(constants, state, values)
+        # gates are unitary: the identity terms are c·‖ψ₀‖², not c times the drifted output norm
+        norms = None if state is None else torch.linalg.vector_norm(state, dim=-1) ** 2
+        values = add_constants(values, constants, norms)
     if single:
         values = values[..., 0]
     if squeeze:

@@ -32,6 +32,7 @@ from ..kernels.apply import (apply_diagonal_unchecked, apply_matrix_unchecked, a
 from ..functional import prepare_gate_call
 from ..kernels.state import REAL_OF
 from ..measure import _wires, marginal
+from ..observables.hamiltonian import add_constants, split_constants
 from .state import as_density, zero_density
 
 __all__ = ["apply_gate", "apply_operator", "run", "expectation", "apply_hamiltonian_density",
@@ -609,6 +610,11 @@ def expval(circuit, observables, x=None, state=None, diff_method: str = "backpro
     hams = read_out(hams, noise_model)
     x, rho = _prepare(circuit, x, state, "expval")
     weights = circuit.weights_or(weights, "expval")
+    constants = None
+    if not any(getattr(inst, "collapses", False) for _, inst in _instructions(circuit)):
+        # channels are trace preserving, so the identity terms are c·Tr ρ₀ (a collapse renormalises
+        # to Tr 1 instead: there they stay in the observables)
+        hams, constants = split_constants(hams)
     if diff_method == "backprop":
         # the generator seeds the collapsing measurements, then (with shots) the samples
         out = _evolve(circuit, rho, x, weights, noise_model, generator)
@@ -624,6 +630,8 @@ def expval(circuit, observables, x=None, state=None, diff_method: str = "backpro
             raise ValueError(f"expval: diff_method='parameter-shift' differentiates gate angles only; the "
                              f"channel(s) {sorted(set(trainable))} have trainable parameters: use 'backprop'")
         values = _DensityShift.apply(circuit, hams, noise_model, shots, generator, x, rho, weights)
+    if constants is not None:
+        values = add_constants(values, constants, rho.diagonal(dim1=-2, dim2=-1).sum(-1).real)
     values = values[..., 0] if single else values
     return values[0] if squeeze else values
 

@@ -301,7 +301,9 @@ class Hamiltonian:
         input state (gates are unitary) has neither."""
         if self._split is None:
             rest = [(c, p) for c, p in self._terms if p._x or p._z]
-            if len(rest) in (0, len(self._terms)):
+            # a read-out value of another observable (ReadoutError.noisy_observable) is sampled
+            # through its source with shots: a split copy would lose that link
+            if len(rest) in (0, len(self._terms)) or self._read_through is not None:
                 self._split = (self, 0.0)
             else:
                 self._split = (Hamiltonian(rest, n_wires=self._n_wires), self.constant)
@@ -625,6 +627,27 @@ def commutator(a, b) -> Hamiltonian:
 # ------------------------------------------------------------------------------------------------
 # validation helpers
 _STRING_CACHE: "OrderedDict" = OrderedDict()
+
+
+def split_constants(observables) -> tuple:
+    """``(observables without their identity terms, the terms' coefficients)`` for a list of
+    Hamiltonians (:meth:`Hamiltonian.split_constant`); the coefficients are None where no
+    observable has an identity term (then the list comes back as it is)."""
+    split = [o.split_constant() if isinstance(o, Hamiltonian) else (o, 0.0) for o in observables]
+    if all(c == 0 for _, c in split):
+        return observables, None
+    return [h for h, _ in split], [c for _, c in split]
+
+
+def add_constants(values: torch.Tensor, constants, weights: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """``values`` ``(B, n_obs)`` plus the identity terms' expectations: ``c`` times ``weights``
+    ``(B,)`` (‖ψ₀‖² of the input states, or Tr ρ₀ for density matrices: conserved by unitary
+    gates and trace-preserving channels), or ``c`` alone where ``weights`` is None (normalised
+    default states). Through ``weights`` the input state's gradient keeps the constant's part."""
+    c = torch.tensor([complex(k).real for k in constants], dtype=values.dtype, device=values.device)
+    if weights is None:
+        return values + c
+    return values + weights.to(values.dtype)[:, None] * c
 
 
 def _as_observable(obs, what="expectation") -> Hamiltonian:

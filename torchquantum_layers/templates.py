@@ -39,7 +39,8 @@ from .kernels.state import COMPLEX_DTYPES, check_allocation
 __all__ = ["angle_encoding", "amplitude_encoding", "basis_encoding", "iqp_features", "iqp_encoding",
            "hardware_efficient", "strongly_entangling", "basic_entangler", "data_reuploading", "qft",
            "qft_circuit", "entangler_pairs", "pauli_rotation", "trotter", "product_formula",
-           "hamiltonian_variational", "qcnn", "qcnn_readout_wires"]
+           "hamiltonian_variational", "qcnn", "qcnn_readout_wires", "qpe", "hadamard_test", "swap_test",
+           "controlled_unitary", "phase_oracle", "grover_operator", "amplitude_amplification", "grover_iterations"]
 
 CircuitLike = Union[Circuit, int]
 
@@ -586,3 +587,5 @@ def qaoa(problem, p: int, mixer: str = "x", **kwargs):
 from .trotter import hamiltonian_variational, pauli_rotation, product_formula, trotter  # noqa: E402
 # the QCNN template lives in its own module (its schedule and blocks); templates re-exports it
 from .qcnn import qcnn, qcnn_readout_wires  # noqa: E402
+# the algorithm templates (phase estimation, Hadamard / swap tests, amplitude amplification) live in their own module
+from .algorithms import amplitude_amplification, controlled_unitary, grover_iterations, grover_operator, hadamard_test, phase_oracle, qpe, swap_test  # noqa: E402,E501

@@ -1018,3 +1018,28 @@ def test_wires_that_are_not_ints_are_named():
         c.rx(0, 0.25)
     assert max(len(line) for line in c.draw("text", max_width=60).splitlines()) <= 60
     assert len(c.draw("text", max_width=None).splitlines()) == 2
+
+
+def test_import_weights_and_extend_ops():
+    """Shared-angle copies of another circuit's ops (templates.qpe's route): the angles are copied
+    once, every copy reads them, and records that point outside the circuit are refused."""
+    from torchquantum_layers.circuit import Op, Param
+    sub = tql.Circuit(1, dtype=torch.complex128)
+    sub.ry(0, trainable=True)
+    with torch.no_grad():
+        sub.weights.fill_(0.4)
+    c = tql.Circuit(2, dtype=torch.complex128)
+    c.rx(1, trainable=True)
+    offset = c.import_weights(sub)
+    assert offset == 1 and c.weights.detach().tolist() == pytest.approx([c.weights[0].item(), 0.4])
+    ry = sub.ops[0]
+    c.extend_ops([Op(ry.gate, (0,), (Param(offset, 1.0),)), Op(ry.gate, (0,), (Param(offset, 1.0),))])
+    psi = c()[0].detach().numpy()
+    expected = np.kron(oracle.ry(0.8) @ [1, 0], oracle.rx(c.weights[0].item()) @ [1, 0])
+    np.testing.assert_allclose(psi, expected, atol=1e-12)
+    with pytest.raises(TypeError, match="expected Op records"):
+        c.extend_ops(["RY"])
+    with pytest.raises(ValueError, match="reads a trainable angle this circuit does not have"):
+        c.extend_ops([Op(ry.gate, (0,), (Param(5, 1.0),))])
+    with pytest.raises(ValueError, match="reads matrix '_data9'"):
+        c.extend_ops([Op(tql.get_gate("QUBITUNITARY"), (0,), (), "_data9")])

@@ -102,16 +102,6 @@ def _ctrl(gate: G.Gate, n_controls: int) -> G.Gate:
     return G.controlled(gate, n_controls)
 
 
-def _import_weights(circuit: Circuit, sub: Circuit) -> int:
-    """Copy ``sub``'s trainable angles to the end of ``circuit.weights``; return their offset."""
-    offset = circuit.weights.shape[0]
-    if sub.weights.shape[0]:
-        with torch.no_grad():
-            new = torch.cat([circuit.weights.detach(), sub.weights.detach().to(circuit.weights)])
-        circuit.weights.data = new          # the same Parameter grows, as in Circuit.append
-    return offset
-
-
 def _block_diag(u: torch.Tensor, n_controls: int) -> torch.Tensor:
     d = u.shape[-1] * 2 ** n_controls
     out = torch.eye(d, dtype=u.dtype)
@@ -163,11 +153,6 @@ def _controlled_ops(circuit: Circuit, sub: Circuit, targets: tuple, controls: tu
     return out
 
 
-def _extend(circuit: Circuit, ops: list) -> None:
-    circuit.ops.extend(ops)
-    circuit._plan_cache = None
-
-
 def controlled_unitary(circuit: CircuitLike, unitary, control_wires, target_wires, power: int = 1) -> Circuit:
     """Append ``U^power`` on ``target_wires``, controlled by all of ``control_wires`` (U acts where
     they are all 1).
@@ -193,8 +178,8 @@ def _append_controlled(circuit, u, controls, targets, power, offset=None):
     if power == 0:
         return
     if isinstance(u, Circuit):
-        offset = _import_weights(circuit, u) if offset is None else offset
-        _extend(circuit, _controlled_ops(circuit, u, targets, controls, offset) * power)
+        offset = circuit.import_weights(u) if offset is None else offset
+        circuit.extend_ops(_controlled_ops(circuit, u, targets, controls, offset) * power)
         return
     m = torch.linalg.matrix_power(u, power)
     circuit.add(G.QUBIT_UNITARY, controls + targets, matrix=_block_diag(m, len(controls)))
@@ -225,7 +210,7 @@ def qpe(circuit: CircuitLike, unitary, target_wires, estimation_wires) -> Circui
     for w in est:
         circuit.h(w)
     if isinstance(u, Circuit):
-        offset = _import_weights(circuit, u)
+        offset = circuit.import_weights(u)
         for j, w in enumerate(est):
             _append_controlled(circuit, u, (w,), targets, 2 ** (m - 1 - j), offset)
     else:
@@ -367,19 +352,19 @@ def _diffusion(circuit, wires, prep, prep_inv, offset):
         for w in wires:
             circuit.h(w)
     else:
-        _extend(circuit, _controlled_ops(circuit, prep_inv, wires, (), offset))
+        circuit.extend_ops(_controlled_ops(circuit, prep_inv, wires, (), offset))
     _phase_oracle(circuit, [0], wires)                 # I − 2|0⟩⟨0|
     if prep is None:
         for w in wires:
             circuit.h(w)
     else:
-        _extend(circuit, _controlled_ops(circuit, prep, wires, (), offset))
+        circuit.extend_ops(_controlled_ops(circuit, prep, wires, (), offset))
     circuit.rz(wires[0], 2 * math.pi)                  # RZ(2π) = −I: the global phase −1
 
 
 def _grover(circuit, oracle, wires, prep, offsets):
     if isinstance(oracle, Circuit):
-        _extend(circuit, _controlled_ops(circuit, oracle, wires, (), offsets[0]))
+        circuit.extend_ops(_controlled_ops(circuit, oracle, wires, (), offsets[0]))
     else:
         _phase_oracle(circuit, oracle, wires)
     _diffusion(circuit, wires, prep, None if prep is None else prep.inverse(), offsets[1])
@@ -410,7 +395,7 @@ def grover_operator(circuit: CircuitLike, oracle, wires, state_prep: Optional[Ci
     prep = _prep_arg(state_prep, len(wires), what)
     if oracle is circuit or prep is circuit:
         raise ValueError(f"{what}: oracle and state_prep must be other circuits than the one appended to")
-    offsets = tuple(_import_weights(circuit, sub) if isinstance(sub, Circuit) else None for sub in (oracle, prep))
+    offsets = tuple(circuit.import_weights(sub) if isinstance(sub, Circuit) else None for sub in (oracle, prep))
     _grover(circuit, oracle, wires, prep, offsets)
     return circuit
 
@@ -450,14 +435,14 @@ def amplitude_amplification(circuit: CircuitLike, oracle, wires, iterations: Opt
                              f"give iterations for an oracle circuit or a state_prep")
         iterations = grover_iterations(len(oracle), 2 ** len(wires))
     iterations = _pos_int(iterations, "iterations", what, 0)
-    offsets = tuple(_import_weights(circuit, sub) if isinstance(sub, Circuit) else None for sub in (oracle, prep))
+    offsets = tuple(circuit.import_weights(sub) if isinstance(sub, Circuit) else None for sub in (oracle, prep))
     if prep is None:
         for w in wires:
             circuit.h(w)
     else:
-        _extend(circuit, _controlled_ops(circuit, prep, wires, (), offsets[1]))
+        circuit.extend_ops(_controlled_ops(circuit, prep, wires, (), offsets[1]))
     if iterations:
         start = len(circuit.ops)
         _grover(circuit, oracle, wires, prep, offsets)
-        _extend(circuit, circuit.ops[start:] * (iterations - 1))
+        circuit.extend_ops(circuit.ops[start:] * (iterations - 1))
     return circuit

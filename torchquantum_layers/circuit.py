@@ -214,6 +214,33 @@ class Circuit(nn.Module):
         self.register_buffer(key, m)
         return key
 
+    def import_weights(self, other: "Circuit") -> int:
+        """Copy ``other``'s trainable angles to the end of this circuit's and return where they
+        start: ops that read ``Param(i)`` of ``other`` read ``Param(i + offset)`` here."""
+        offset = self.weights.shape[0]
+        if other.weights.shape[0]:
+            with torch.no_grad():
+                new = torch.cat([self.weights.detach(), other.weights.detach().to(self.weights)])
+            # the same Parameter grows (as parameter() does): inverse() views and optimizers keep it
+            self.weights.data = new
+        return offset
+
+    def extend_ops(self, ops) -> "Circuit":
+        """Append prepared :class:`Op` records (templates that build controlled or shared-angle
+        copies of other circuits' ops); their Params must index this circuit's weights and their
+        data keys its buffers."""
+        ops = list(ops)
+        for op in ops:
+            if not isinstance(op, Op):
+                raise TypeError(f"extend_ops: expected Op records, got {type(op).__name__}")
+            if any(isinstance(a, Param) and a.index >= self.weights.shape[0] for a in op.angles):
+                raise ValueError(f"extend_ops: {op.gate.name} reads a trainable angle this circuit does not have")
+            if op.data_key is not None and not hasattr(self, op.data_key):
+                raise ValueError(f"extend_ops: {op.gate.name} reads matrix {op.data_key!r}, not one of this circuit's")
+        self.ops.extend(ops)
+        self._plan_cache = None
+        return self
+
     def append(self, other: "Circuit") -> "Circuit":
         """Append another circuit's operations; its trainable angles are copied in."""
         if not isinstance(other, Circuit):
@@ -223,11 +250,7 @@ class Circuit(nn.Module):
                             "which a Circuit cannot hold; append it to a tql.MixedCircuit")
         if other.n_wires > self.n_wires:
             raise ValueError(f"append: circuit on {other.n_wires} wires does not fit in {self.n_wires}")
-        offset = self.weights.shape[0]
-        with torch.no_grad():
-            new = torch.cat([self.weights.detach(), other.weights.detach().to(self.weights)])
-        # the same Parameter grows (as parameter() does): inverse() views and optimizers keep it
-        self.weights.data = new
+        offset = self.import_weights(other)
         for op in other.ops:
             angles = tuple(Param(a.index + offset, a.scale) if isinstance(a, Param) else a for a in op.angles)
             key = None

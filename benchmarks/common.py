@@ -162,3 +162,21 @@ def layered_circuit_args(doc, sizes, rounds, **extra):
     kept = keep_memory_if_asked(args)
     print(f"{today()}, {machine()}, B = 8, {args.layers} layers{', freed memory kept' if kept else ''}")
     return args
+
+
+def noisy_hea_case(n, layers, p):
+    """The mitigation benchmarks' case (zne.py, pec.py): angle encoding + ``layers`` hardware-
+    efficient layers in complex128 with seeded angles, one input row, depolarizing ``p`` after
+    every CNOT, and the mean nearest-neighbour ZZ: ``(circuit, x, noise_model, H)``."""
+    import torchquantum_layers as tql
+    from torchquantum_layers import mixed
+    c = tql.Circuit(n).double()
+    tql.templates.angle_encoding(c)
+    tql.templates.hardware_efficient(c, n_layers=layers)
+    with torch.no_grad():
+        c.weights.copy_(torch.rand(c.weights.shape, generator=torch.Generator().manual_seed(n), dtype=torch.float64)
+                        * 6.28)
+    x = torch.rand(1, n, generator=torch.Generator().manual_seed(n + 1), dtype=torch.float64)
+    noise = tql.NoiseModel().add(mixed.depolarizing(p), gates="CNOT")
+    H = tql.Hamiltonian([(1.0 / (n - 1), f"Z{w} Z{w + 1}") for w in range(n - 1)])
+    return c, x, noise, H

@@ -23,20 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
 from torchquantum_layers import mixed  # noqa: E402
 
-from common import machine, table, timeit, today  # noqa: E402
-
-
-def setup(n, layers, p):
-    c = tql.Circuit(n).double()
-    tql.templates.angle_encoding(c)
-    tql.templates.hardware_efficient(c, n_layers=layers)
-    with torch.no_grad():
-        c.weights.copy_(torch.rand(c.weights.shape, generator=torch.Generator().manual_seed(n), dtype=torch.float64)
-                        * 6.28)
-    x = torch.rand(1, n, generator=torch.Generator().manual_seed(n + 1), dtype=torch.float64)
-    noise = tql.NoiseModel().add(mixed.depolarizing(p), gates="CNOT")
-    H = tql.Hamiltonian([(1.0 / (n - 1), f"Z{w} Z{w + 1}") for w in range(n - 1)])
-    return c, x, noise, H
+from common import machine, noisy_hea_case as setup, table, timeit, today  # noqa: E402
 
 
 def main(argv=None):

@@ -389,15 +389,21 @@ def grover_operator(circuit: CircuitLike, oracle, wires, state_prep: Optional[Ci
     ``A (X⊗n MCZ X⊗n) A†`` with ``RZ(2π) = −I`` on ``wires[0]`` for the sign.
     """
     what = "grover_operator"
+    circuit, wires, oracle, prep = _grover_args(circuit, oracle, wires, state_prep, what)
+    offsets = tuple(circuit.import_weights(sub) if isinstance(sub, Circuit) else None for sub in (oracle, prep))
+    _grover(circuit, oracle, wires, prep, offsets)
+    return circuit
+
+
+def _grover_args(circuit, oracle, wires, state_prep, what):
+    """``(circuit, wires, oracle, state_prep)`` of grover_operator / amplitude_amplification, checked."""
     circuit = _circuit(circuit, what)
     wires = _wire_arg(circuit, wires, "wires", what)
     oracle = _oracle_arg(oracle, len(wires), what)
     prep = _prep_arg(state_prep, len(wires), what)
     if oracle is circuit or prep is circuit:
         raise ValueError(f"{what}: oracle and state_prep must be other circuits than the one appended to")
-    offsets = tuple(circuit.import_weights(sub) if isinstance(sub, Circuit) else None for sub in (oracle, prep))
-    _grover(circuit, oracle, wires, prep, offsets)
-    return circuit
+    return circuit, wires, oracle, prep
 
 
 def grover_iterations(n_marked: int, n_states: int) -> int:
@@ -423,12 +429,7 @@ def amplitude_amplification(circuit: CircuitLike, oracle, wires, iterations: Opt
     ``state_prep``). The ops of one iteration are built once and repeated.
     """
     what = "amplitude_amplification"
-    circuit = _circuit(circuit, what)
-    wires = _wire_arg(circuit, wires, "wires", what)
-    oracle = _oracle_arg(oracle, len(wires), what)
-    prep = _prep_arg(state_prep, len(wires), what)
-    if oracle is circuit or prep is circuit:
-        raise ValueError(f"{what}: oracle and state_prep must be other circuits than the one appended to")
+    circuit, wires, oracle, prep = _grover_args(circuit, oracle, wires, state_prep, what)
     if iterations is None:
         if isinstance(oracle, Circuit) or prep is not None:
             raise ValueError(f"{what}: iterations=None needs marked bitstrings and the uniform start state; "

@@ -33,6 +33,7 @@ import torch
 
 from .caching import lasting
 from .kernels.state import COMPLEX_DTYPES, REAL_OF, resolve_dtype
+from .shadows import _count
 
 __all__ = ["TomographyRecord", "collect", "reconstruct", "state_tomography", "probabilities",
            "pauli_expectations", "expectation_from_record", "closest_density_matrix", "basis_labels",
@@ -117,14 +118,6 @@ def _separate(x: torch.Tensor, n: int, first: int, second: int) -> torch.Tensor:
 
 # ------------------------------------------------------------------------------------------------
 # checks
-def _count(value, name: str, what: str, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what}: {name} must be an int, got {value!r}")
-    if value < low:
-        raise ValueError(f"{what}: {name} must be >= {low}, got {value}")
-    return value
-
-
 def _check_size(n: int, what: str) -> None:
     if n > MAX_WIRES:
         bases, outcomes = 3 ** n, 2 ** n

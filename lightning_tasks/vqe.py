@@ -17,6 +17,12 @@ updates (before update k+1), as ``tql.chem.vqe``'s history.
 Molecules: a bundled name (``tql.chem.available()``: H2, LiH, ...; ``bond_length=`` picks a point
 of a bundled scan), or ``geometry=[["H", [0, 0, 0]], ["H", [0, 0, 0.74]]]`` (or an XYZ string)
 with ``basis`` (PySCF needed). :func:`pes_scan` runs a bundled bond-length scan with warm starts.
+
+Lattice models: ``VQETask(model={"name": "tfim", "lattice": "chain", "size": 6, "J": 1.0, "h": 1.0})``
+(transverse-field Ising, Heisenberg, XY, Fermi–Hubbard of ``tql.lattice``; keys, ansätze and the
+exact reference energy in :mod:`lightning_tasks.lattice_models`). They log ``energy``, ``error``
+(|E − E_exact|) and ``relative_error`` instead of ``error_mha`` / ``chemical_accuracy``;
+:class:`~lightning_tasks.lattice_models.ExactEnergyStopping` stops them.
 """
 from __future__ import annotations
 
@@ -37,15 +43,17 @@ from torchquantum_layers.chem.vqe import CHEMICAL_ACCURACY, check_givens_hamilto
 from torchquantum_layers.optim import make_optimizer, optimizer_class
 from torchquantum_layers.grad import AUTO, DIFF_METHODS, circuit_expval, resolve_diff_method
 
+from .lattice_models import (LATTICE_ACCURACY, ExactEnergyStopping, build_model, check_lattice_options,
+                             lattice_circuit, parse_model)
 from .adapt_growth import AdaptGrowth, _finite_tol, grow_optimizer_state, pad_weights
 from .noise_spec import check_noise_optimizer, check_noise_options
 from .progress import LIGHTNING_NOISE
 from .single_point import SinglePointTask, plain_hparam
 
-__all__ = ["VQETask", "ChemicalAccuracyStopping", "fit_vqe", "pes_scan", "ANSATZE", "OPTIMIZERS",
+__all__ = ["VQETask", "ChemicalAccuracyStopping", "ExactEnergyStopping", "fit_vqe", "pes_scan", "ANSATZE", "OPTIMIZERS",
            "CHEMICAL_ACCURACY_MHA"]
 
-ANSATZE = ("uccsd", "hardware_efficient", "adapt")
+ANSATZE = ("uccsd", "hardware_efficient", "adapt", "hva")
 OPTIMIZERS = ("adam", "sgd", "lbfgs", "qng", "spsa")
 CHEMICAL_ACCURACY_MHA = 1e3 * CHEMICAL_ACCURACY          # 1.6 mHa
 _DTYPES = {"complex128": torch.complex128, "complex64": torch.complex64,
@@ -67,11 +75,17 @@ class VQETask(SinglePointTask):
     """Minimise ⟨H⟩ of a molecular Hamiltonian over the angles of a chemistry ansatz.
 
     Args:
-        molecule: a bundled name (``tql.chem.available()``), or a label when ``geometry`` is given.
+        molecule: a bundled name (``tql.chem.available()``), or a label when ``geometry`` is given;
+            ``None`` (default) is ``"H2"`` unless ``model`` is given.
+        model: a lattice model as a plain dict (``{"name": "tfim" | "heisenberg" | "xy" | "hubbard",
+            "lattice": ..., "size": ..., "periodic": ..., couplings}``; see
+            :mod:`lightning_tasks.lattice_models`) instead of a molecule; not with ``molecule``.
         bond_length: picks a point of the bundled scan of ``molecule`` (``tql.chem.available_scans()``).
         geometry, basis, charge, multiplicity, active_electrons, active_orbitals: build the
             Hamiltonian with PySCF (``tql.chem.Molecule`` + ``molecular_hamiltonian``) instead.
-        ansatz: ``"uccsd"`` (HF + Givens excitations, angles 0; needs a Jordan–Wigner Hamiltonian)
+        ansatz: default ``"uccsd"`` for molecules, ``"hva"`` for spin models and
+            ``"hardware_efficient"`` for Hubbard (``"uccsd"`` with ``n_electrons``, Jordan–Wigner) (``"hva"``: the Hamiltonian variational ansatz of
+            a spin model, ``n_layers`` layers). ``"uccsd"`` (HF + Givens excitations, angles 0; needs a Jordan–Wigner Hamiltonian)
             or ``"hardware_efficient"`` (``n_layers`` RY/CNOT layers starting at HF, small random
             angles from ``seed``) or ``"adapt"`` (ADAPT-VQE: from HF with no angle, the operator of
             ``pool`` with the largest energy gradient is appended whenever the current ones are
@@ -116,21 +130,43 @@ class VQETask(SinglePointTask):
             are the noiseless energies of the angles (the latter also log ``reported_energy``).
     """
 
-    def __init__(self, molecule: str = "H2", bond_length: Optional[float] = None,
+    def __init__(self, molecule: Optional[str] = None, bond_length: Optional[float] = None,
                  geometry: Optional[Union[str, list]] = None, basis: str = "sto-3g", charge: int = 0,
                  multiplicity: int = 1, active_electrons: Optional[int] = None,
-                 active_orbitals: Optional[Union[int, list]] = None, ansatz: str = "uccsd", n_layers: int = 2,
+                 active_orbitals: Optional[Union[int, list]] = None, ansatz: Optional[str] = None, n_layers: int = 2,
                  optimizer: str = "adam", lr: Optional[float] = None, diff_method: str = "auto",
                  dtype: str = "complex128", seed: int = 0, init_weights: Optional[list] = None,
                  shots: Optional[int] = None, noise: Optional[dict] = None, mitigation: Optional[str] = None,
                  zne_scale_factors: Optional[list] = None, zne_extrapolation: str = "richardson",
                  pool: str = "singles_doubles", adapt_grad_tol: float = 1e-3, adapt_steps: int = 30,
-                 adapt_tol: float = 1e-7, adapt_max_operators: Optional[int] = None, taper: bool = False):
+                 adapt_tol: float = 1e-7, adapt_max_operators: Optional[int] = None, taper: bool = False,
+                 model: Optional[dict] = None):
         super().__init__()
         # validate everything cheap before building anything
+        spec = None
+        if model is not None:
+            if molecule is not None:
+                raise ValueError(f"VQETask: give molecule or model (a lattice model), not both; got "
+                                 f"molecule={molecule!r} and model={model!r}")
+            model = plain_hparam(model, "VQETask: model")
+            spec = parse_model(model)
+            if ansatz is None:
+                ansatz = ("hva" if spec["name"] != "hubbard" else "uccsd" if spec.get("n_electrons") is not None
+                          and spec["mapping"] in ("jordan_wigner", "jw") else "hardware_efficient")
+        else:
+            molecule = "H2" if molecule is None else molecule
+            if ansatz is None:
+                ansatz = "uccsd"
         if not isinstance(ansatz, str) or ansatz.lower().replace("-", "_") not in ANSATZE:
             raise ValueError(f"VQETask: unknown ansatz {ansatz!r}; choose one of {', '.join(ANSATZE)}")
         ansatz = ansatz.lower().replace("-", "_")
+        if spec is not None:
+            check_lattice_options(spec, ansatz, bond_length=bond_length, geometry=geometry, basis=basis,
+                                  charge=charge, multiplicity=multiplicity, active_electrons=active_electrons,
+                                  active_orbitals=active_orbitals, taper=taper)
+        elif ansatz == "hva":
+            raise ValueError("VQETask: ansatz='hva' (the Hamiltonian variational ansatz) is for lattice spin models "
+                             "(model={'name': 'tfim', ...}); molecules use 'uccsd', 'hardware_efficient' or 'adapt'")
         if diff_method not in DIFF_METHODS + (AUTO,):
             raise ValueError(f"VQETask: unknown diff_method {diff_method!r}; choose one of "
                              f"{', '.join(DIFF_METHODS + (AUTO,))}")
@@ -178,14 +214,23 @@ class VQETask(SinglePointTask):
         active_orbitals = plain_hparam(active_orbitals, "VQETask: active_orbitals")
         self.save_hyperparameters(ignore=["init_weights"])     # plain values only (weights_only=True loads)
 
-        self.H, self.info = self._hamiltonian(molecule, bond_length, geometry, basis, charge, multiplicity,
-                                              active_electrons, active_orbitals)
-        if self.info.fci_energy is None:
-            raise ValueError(f"VQETask: {self.info.name} has no FCI reference energy (error_mha needs one)")
-        self.fci_energy = float(self.info.fci_energy)
-        self.hf_energy = float(self.info.hf_energy)
+        self.lattice = None                # the tql.lattice.Lattice of a lattice model (None: a molecule)
+        if spec is not None:
+            self.H, self.info = build_model(spec)
+            self.lattice = self.info.lattice
+            # the lattice counterparts: exact diagonalisation (None beyond EXACT_MAX_QUBITS); no FCI / HF
+            self.exact_energy = self.info.exact_energy
+            self.fci_energy = self.hf_energy = None
+            self.reference = tuple(self.info.reference)
+        else:
+            self.H, self.info = self._hamiltonian(molecule, bond_length, geometry, basis, charge, multiplicity,
+                                                  active_electrons, active_orbitals)
+            if self.info.fci_energy is None:
+                raise ValueError(f"VQETask: {self.info.name} has no FCI reference energy (error_mha needs one)")
+            self.fci_energy = self.exact_energy = float(self.info.fci_energy)
+            self.hf_energy = float(self.info.hf_energy)
+            self.reference = tuple(self.info.hf_state)   # the HF bits of the register the circuit acts on
         n, ne, cdtype = self.info.n_qubits, self.info.n_electrons, _DTYPES[dtype]
-        self.reference = tuple(self.info.hf_state)       # the HF bits of the register the circuit acts on
         self.tapering = None
         if taper:
             self.H, self.tapering = chem.z2_taper(self.H, reference=self.reference)
@@ -205,6 +250,10 @@ class VQETask(SinglePointTask):
             self.circuit = chem.hartree_fock(n, state=self.reference, dtype=cdtype)
             self._adapt = AdaptGrowth(self.circuit, self.H, ne, self.reference, pool, adapt_grad_tol, adapt_steps,
                                       adapt_tol, adapt_max_operators)
+        elif spec is not None:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                self.circuit = lattice_circuit(self.H, self.info, ansatz, n_layers, cdtype)
         else:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
@@ -225,11 +274,11 @@ class VQETask(SinglePointTask):
         """An option the chosen ansatz does not use must keep its default (it was ignored silently)."""
         defaults = {k: p.default for k, p in inspect.signature(VQETask.__init__).parameters.items()}
         adapt_options = ("pool", "adapt_grad_tol", "adapt_steps", "adapt_tol", "adapt_max_operators")
-        uses = {"n_layers": ansatz == "hardware_efficient",
-                "seed": ansatz == "hardware_efficient" or given["shots"] is not None,
+        uses = {"n_layers": ansatz in ("hardware_efficient", "hva"),
+                "seed": ansatz in ("hardware_efficient", "hva") or given["shots"] is not None,
                 **{k: ansatz == "adapt" for k in adapt_options}}
-        why = {"n_layers": "only ansatz='hardware_efficient' has layers",
-               "seed": "it seeds ansatz='hardware_efficient''s initial angles and the samples of shots=N",
+        why = {"n_layers": "only ansatz='hardware_efficient' and 'hva' have layers",
+               "seed": "it seeds ansatz='hardware_efficient''s (or 'hva''s) initial angles and the samples of shots=N",
                **{k: "it steers ansatz='adapt''s growth" for k in adapt_options}}
         bad = [k for k in ("n_layers", "seed") + adapt_options if not uses[k] and given[k] != defaults[k]]
         if bad:
@@ -379,17 +428,15 @@ class VQETask(SinglePointTask):
         if self._seen_step != self.global_step:        # L-BFGS evaluates several times per step
             self._seen_step = self.global_step
             value = float(e.detach())
-            err = abs(value - self.fci_energy) * 1e3
             self.history.append(value)
             if self._best is None or value < self._best[0]:
                 self._best = (value, self.circuit.weights.detach().clone())
             # float64 tensors: Lightning stores Python floats as float32 (7 digits of an energy in Ha)
             self.log("energy", torch.tensor(value, dtype=torch.float64), on_step=True, on_epoch=False,
                      prog_bar=True, batch_size=1)
-            self.log("error_mha", torch.tensor(err, dtype=torch.float64), on_step=True, on_epoch=False,
-                     prog_bar=True, batch_size=1)
-            self.log("chemical_accuracy", float(err < CHEMICAL_ACCURACY_MHA), on_step=True, on_epoch=False,
-                     batch_size=1)
+            for name, v in self._errors(value).items():
+                self.log(name, torch.tensor(v, dtype=torch.float64), on_step=True, on_epoch=False,
+                         prog_bar=name != "chemical_accuracy", batch_size=1)
             if self._adapt is not None:
                 self.log("adapt_operators", float(len(self._adapt.chosen)), on_step=True, on_epoch=False,
                          batch_size=1)
@@ -435,12 +482,27 @@ class VQETask(SinglePointTask):
         self._seen_step = -1
 
     # -- results ----------------------------------------------------------------------------------
+    def _errors(self, value: float) -> dict:
+        """The logged errors of an energy: ``error_mha`` and ``chemical_accuracy`` (molecule), or
+        ``error`` and ``relative_error`` (lattice model; none without an exact energy)."""
+        if self.lattice is None:
+            err = abs(value - self.fci_energy) * 1e3
+            return {"error_mha": err, "chemical_accuracy": float(err < CHEMICAL_ACCURACY_MHA)}
+        if self.exact_energy is None:
+            return {}
+        err = abs(value - self.exact_energy)
+        return {"error": err, "relative_error": err / max(abs(self.exact_energy), 1e-12)}
+
+    def _reached(self, value: float) -> bool:
+        if self.lattice is None:
+            return abs(value - self.fci_energy) < CHEMICAL_ACCURACY
+        return self.exact_energy is not None and self._errors(value)["relative_error"] < LATTICE_ACCURACY
+
     def evaluation(self) -> dict:
         """``energy`` (Ha), ``error_mha`` and ``chemical_accuracy`` of the current angles (what
         ``tql validate|test|predict`` report, as ``val_energy``, ...)."""
         value = self.final_energy()
-        err = abs(value - self.fci_energy) * 1e3
-        out = {"energy": value, "error_mha": err, "chemical_accuracy": float(err < CHEMICAL_ACCURACY_MHA)}
+        out = {"energy": value, **self._errors(value)}
         if self.noise_model is not None:
             with torch.no_grad():
                 out["reported_energy"] = float(self.reported_energy())
@@ -501,16 +563,32 @@ class VQETask(SinglePointTask):
 
     @property
     def error_mha(self) -> float:
+        """|E − E_FCI| in mHa (molecules; a lattice model has :attr:`error` instead)."""
+        if self.lattice is not None:
+            raise AttributeError("VQETask: error_mha is a molecule's error in mHa; a lattice model has "
+                                 "error (|E - exact_energy|) and relative_error")
         return abs(self.final_energy() - self.fci_energy) * 1e3
 
     @property
+    def error(self) -> Optional[float]:
+        """|E − exact_energy| of the current angles (Ha for molecules; None without an exact energy)."""
+        return None if self.exact_energy is None else abs(self.final_energy() - self.exact_energy)
+
+    @property
+    def relative_error(self) -> Optional[float]:
+        """|E − exact_energy| / |exact_energy| of the current angles (None without an exact energy)."""
+        err = self.error
+        return None if err is None else err / max(abs(self.exact_energy), 1e-12)
+
+    @property
     def steps_to_accuracy(self) -> Optional[int]:
-        """Optimizer steps until the energy was within 1.6 mHa of FCI (None if never; with
+        """Optimizer steps until the energy was within 1.6 mHa of FCI (a lattice model: a relative
+        error below ``LATTICE_ACCURACY``, 1e-3, of ``exact_energy``) (None if never; with
         ``shots``, the logged estimates)."""
         for k, e in enumerate(self.history):
-            if abs(e - self.fci_energy) < CHEMICAL_ACCURACY:
+            if self._reached(e):
                 return k
-        if abs(self.final_energy() - self.fci_energy) < CHEMICAL_ACCURACY:
+        if self._reached(self.final_energy()):
             return len(self.history)
         return None
 
@@ -529,6 +607,12 @@ class ChemicalAccuracyStopping(EarlyStopping):
                  verbose: bool = False):
         super().__init__(monitor="error_mha", mode="min", patience=patience, min_delta=min_delta,
                          stopping_threshold=threshold_mha, check_on_train_epoch_end=True, verbose=verbose)
+
+    def setup(self, trainer, pl_module, stage) -> None:
+        if getattr(pl_module, "lattice", None) is not None:
+            raise ValueError("ChemicalAccuracyStopping monitors a molecule's error_mha; a lattice VQETask "
+                             "(model=...) logs relative_error: use ExactEnergyStopping")
+        super().setup(trainer, pl_module, stage)
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         pass                               # checked at the end of the step instead
@@ -550,21 +634,25 @@ def make_trainer(max_steps: int = 100, callbacks: Optional[list] = None, logger=
     return pl.Trainer(**opts)
 
 
-def fit_vqe(molecule: str = "H2", max_steps: int = 100, stop_at_accuracy: bool = True, patience: int = 20,
-            min_delta: float = 1e-3, restore_best: bool = True, callbacks: Optional[list] = None, logger=False,
+def fit_vqe(molecule: Optional[str] = None, max_steps: int = 100, stop_at_accuracy: bool = True,
+            patience: int = 20, min_delta: Optional[float] = None, restore_best: bool = True, callbacks: Optional[list] = None, logger=False,
             enable_progress_bar: bool = False, trainer_kwargs: Optional[dict] = None, **task_kwargs) -> VQETask:
     """Build a :class:`VQETask` (``task_kwargs``: ansatz, optimizer, lr, diff_method, bond_length,
     geometry, ...) and train it for at most ``max_steps`` steps on the CPU.
 
     With ``stop_at_accuracy`` a :class:`ChemicalAccuracyStopping` ends training at chemical
-    accuracy or convergence; ``restore_best`` then puts back the angles of the lowest energy seen
+    accuracy or convergence (``min_delta`` default 1e-3 mHa; a lattice ``model=...``:
+    :class:`ExactEnergyStopping`, relative error, ``min_delta`` default 1e-6, none beyond the
+    exact-diagonalisation limit); ``restore_best`` then puts back the angles of the lowest energy seen
     (the optimizer step after the last check may overshoot). Returns the task; ``task.best_energy``, ``task.steps_to_accuracy``,
     ``task.error_mha``, ``task.wall_time`` (seconds in ``fit``) and ``task.trainer`` report.
     """
     task = VQETask(molecule=molecule, **task_kwargs)
     cbs = list(callbacks or [])
-    if stop_at_accuracy:
-        cbs.append(ChemicalAccuracyStopping(patience=patience, min_delta=min_delta))
+    if stop_at_accuracy and task.lattice is None:
+        cbs.append(ChemicalAccuracyStopping(patience=patience, min_delta=1e-3 if min_delta is None else min_delta))
+    elif stop_at_accuracy and task.exact_energy is not None:
+        cbs.append(ExactEnergyStopping(patience=patience, min_delta=1e-6 if min_delta is None else min_delta))
     quiet = not enable_progress_bar
     loggers = [logging.getLogger(n) for n in ("pytorch_lightning.utilities.rank_zero",
                                                 "lightning.pytorch.utilities.rank_zero")]

@@ -26,6 +26,7 @@ PADDLE = [(0, 1), (1, 2), (2, 3), (3, 0), (1, 3)]
 COLUMNS = {"VQETask": {"energy", "error_mha", "chemical_accuracy"},
            "QAOATask": {"expected_cost", "best_ratio", "optimum_probability", "expected_objective"},
            "HybridClassifier": {"train_loss", "train_acc"}}
+LATTICE_COLUMNS = {"energy", "error", "relative_error"}          # VQETask with model=... (a lattice)
 QUICK = ["--trainer.accelerator", "cpu", "--trainer.enable_progress_bar", "false",
          "--trainer.enable_model_summary", "false"]
 
@@ -40,6 +41,20 @@ def _quiet():
 def max_cut(edges):
     n = 1 + max(max(e[:2]) for e in edges)
     return max(sum(1 for u, v in edges if b[u] != b[v]) for b in itertools.product([0, 1], repeat=n))
+
+
+def tfim_ring_ground_energy(n):
+    """numpy.linalg.eigvalsh of -sum Z_i Z_i+1 - sum X_i on a ring, built from Kronecker products."""
+    import numpy as np
+    x, z = np.array([[0.0, 1.0], [1.0, 0.0]]), np.diag([1.0, -1.0])
+
+    def op(mats):
+        out = np.ones((1, 1))
+        for k in range(n):
+            out = np.kron(out, mats.get(k, np.eye(2)))
+        return out
+    H = -sum(op({i: z, (i + 1) % n: z}) for i in range(n)) - sum(op({i: x}) for i in range(n))
+    return float(np.linalg.eigvalsh(H)[0])
 
 
 def metrics(root, version=0):
@@ -63,7 +78,8 @@ def test_config_runs_two_steps_and_logs(config, tmp_path):
                  "--trainer.default_root_dir", str(tmp_path)] + QUICK) == 0
     rows = metrics(tmp_path)
     name = model_name(config)
-    assert COLUMNS[name] <= set(rows[0])
+    lattice = "model" in yaml.safe_load(open(config))["model"].get("init_args", {})
+    assert (LATTICE_COLUMNS if lattice else COLUMNS[name]) <= set(rows[0])
     run = tmp_path / "lightning_logs" / "version_0"
     assert list((run / "checkpoints").glob("*.ckpt")) and (run / "config.yaml").exists()
     ckpt = torch.load(next((run / "checkpoints").glob("*.ckpt")), weights_only=True)
@@ -73,6 +89,11 @@ def test_config_runs_two_steps_and_logs(config, tmp_path):
     if config.stem == "vqe_h2":
         for r in rows:
             assert float(r["error_mha"]) == pytest.approx(abs(float(r["energy"]) - FCI_H2) * 1e3, abs=0.01)
+    if config.stem == "vqe_tfim_chain":                 # 6-spin TFIM ring at h = J = 1: a NumPy Kronecker oracle
+        e0 = tfim_ring_ground_energy(6)
+        for r in rows:
+            assert float(r["error"]) == pytest.approx(abs(float(r["energy"]) - e0), abs=1e-9)
+            assert float(r["relative_error"]) == pytest.approx(abs(float(r["energy"]) - e0) / abs(e0), abs=1e-9)
     if config.stem == "qaoa_maxcut":
         for r in rows:
             assert float(r["best_ratio"]) == pytest.approx(-float(r["expected_cost"]) / max_cut(PADDLE), abs=1e-6)

@@ -489,6 +489,13 @@ class Circuit(nn.Module):
         from .qasm import to_qasm
         return to_qasm(self, bind=bind, measure=measure)
 
+    # -- OpenQASM 3 (torchquantum_layers.qasm3) -----------------------------------------------
+    def to_qasm3(self, *, parameters: str = "bound") -> str:
+        """OpenQASM 3 text on ``qubit[n] q``: stdgates.inc names, ``ctrl(k) @`` / ``inv @``
+        modifiers; ``parameters="input"`` writes trainable and input angles as ``input float[64]``."""
+        from .qasm3 import to_qasm3
+        return to_qasm3(self, parameters=parameters)
+
 
 def _is_density_input(state) -> bool:
     """A (B, 2^n, 2^n) tensor or a DensityMatrix: run on the density-matrix simulator."""

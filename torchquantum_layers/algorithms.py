@@ -222,6 +222,14 @@ def qpe(circuit: CircuitLike, unitary, target_wires, estimation_wires) -> Circui
     return qft(circuit, list(est), inverse=True)
 
 
+def _ancilla_arg(circuit, ancilla, what) -> tuple:
+    """``(ancilla,)`` checked as one wire of ``circuit``."""
+    anc = _wire_arg(circuit, ancilla, "ancilla", what)
+    if len(anc) != 1:
+        raise ValueError(f"{what}: ancilla must be one wire, got {anc}")
+    return anc
+
+
 def hadamard_test(circuit: CircuitLike, unitary, ancilla, target_wires, imaginary: bool = False) -> Circuit:
     """Hadamard test: afterwards ``⟨Z_ancilla⟩ = Re⟨ψ|U|ψ⟩``, or ``Im⟨ψ|U|ψ⟩`` with
     ``imaginary=True`` (``Re Tr ρU`` / ``Im Tr ρU`` where the target wires are entangled with others).
@@ -233,9 +241,7 @@ def hadamard_test(circuit: CircuitLike, unitary, ancilla, target_wires, imaginar
     """
     what = "hadamard_test"
     circuit = _circuit(circuit, what)
-    anc = _wire_arg(circuit, ancilla, "ancilla", what)
-    if len(anc) != 1:
-        raise ValueError(f"{what}: ancilla must be one wire, got {anc}")
+    anc = _ancilla_arg(circuit, ancilla, what)
     targets = _wire_arg(circuit, target_wires, "target_wires", what)
     _disjoint(what, ancilla=anc, target_wires=targets)
     u = _unitary_arg(unitary, len(targets), what)
@@ -257,9 +263,7 @@ def swap_test(circuit: CircuitLike, ancilla, wires_a, wires_b) -> Circuit:
     """
     what = "swap_test"
     circuit = _circuit(circuit, what)
-    anc = _wire_arg(circuit, ancilla, "ancilla", what)
-    if len(anc) != 1:
-        raise ValueError(f"{what}: ancilla must be one wire, got {anc}")
+    anc = _ancilla_arg(circuit, ancilla, what)
     a = _wire_arg(circuit, wires_a, "wires_a", what)
     b = _wire_arg(circuit, wires_b, "wires_b", what)
     if len(a) != len(b):

@@ -611,7 +611,8 @@ def expval(circuit, observables, x=None, state=None, diff_method: str = "backpro
     x, rho = _prepare(circuit, x, state, "expval")
     weights = circuit.weights_or(weights, "expval")
     constants = None
-    if not any(getattr(inst, "collapses", False) for _, inst in _instructions(circuit)):
+    collapsing = any(getattr(inst, "collapses", False) for _, inst in _instructions(circuit))
+    if not collapsing:
         # channels are trace preserving, so the identity terms are c·Tr ρ₀ (a collapse renormalises
         # to Tr 1 instead: there they stay in the observables)
         hams, constants = split_constants(hams)
@@ -620,7 +621,7 @@ def expval(circuit, observables, x=None, state=None, diff_method: str = "backpro
         out = _evolve(circuit, rho, x, weights, noise_model, generator)
         values = expectation(out, hams, shots=shots, generator=generator if shots is not None else None)
     else:
-        if any(getattr(inst, "collapses", False) for _, inst in _instructions(circuit)):
+        if collapsing:
             raise ValueError("expval: diff_method='parameter-shift' needs a deterministic circuit; this one "
                              "has collapsing (selective) measurements: use 'backprop'")
         channels = [inst.channel for _, inst in _instructions(circuit) if hasattr(inst, "channel")]

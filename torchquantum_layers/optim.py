@@ -7,7 +7,7 @@ from typing import Optional
 
 import torch
 
-__all__ = ["make_optimizer", "optimizer_class", "needs_closure_without_backward", "NAMED_LRS", "QNG", "SPSA"]
+__all__ = ["make_optimizer", "lbfgs", "optimizer_class", "needs_closure_without_backward", "NAMED_LRS", "QNG", "SPSA"]
 
 NAMED_LRS = {"adam": 0.1, "sgd": 0.2, "lbfgs": 1.0, "qng": 0.2, "spsa": 0.5}
 """Default learning rates of the named optimizers (a caller may pass its own)."""
@@ -27,6 +27,18 @@ def needs_closure_without_backward(optimizer) -> bool:
     """True for optimizers (SPSA) whose closure must only evaluate the loss: a training loop that
     calls ``backward`` inside its closure has to give them another one."""
     return isinstance(optimizer, SPSA)
+
+
+def lbfgs(params, lr: float = 1.0, line_search: bool = True) -> torch.optim.LBFGS:
+    """The ``"lbfgs"`` optimizer: one iteration per step, history 50, with a strong-Wolfe line
+    search of up to 25 evaluations; ``line_search=False`` takes the quasi-Newton step as it is
+    (where energies are too coarse to search on, e.g. float32 near an optimum)."""
+    if line_search:
+        # max_eval must be given: its default (max_iter * 5 // 4 = 1) leaves the line search no evaluation
+        return torch.optim.LBFGS(params, lr=lr, max_iter=1, max_eval=25, history_size=50,
+                                 tolerance_grad=1e-10, tolerance_change=1e-14, line_search_fn="strong_wolfe")
+    return torch.optim.LBFGS(params, lr=lr, max_iter=1, history_size=50, tolerance_grad=1e-10,
+                             tolerance_change=1e-14)
 
 
 def make_optimizer(optimizer, params, lr: Optional[float] = None,
@@ -51,9 +63,7 @@ def make_optimizer(optimizer, params, lr: Optional[float] = None,
         if key == "sgd":
             return torch.optim.SGD(params, lr=lr)
         if key == "lbfgs":
-            # max_eval must be given: its default (max_iter * 5 // 4 = 1) leaves the line search no evaluation
-            return torch.optim.LBFGS(params, lr=lr, max_iter=1, max_eval=25, history_size=50,
-                                     tolerance_grad=1e-10, tolerance_change=1e-14, line_search_fn="strong_wolfe")
+            return lbfgs(params, lr)
         if key == "qng":
             if circuit is None:
                 raise ValueError("optimizer 'qng' needs the tql.Circuit whose metric it solves with (circuit=...); "

@@ -43,6 +43,7 @@ from .. import gates as G
 from ..circuit import Circuit
 from ..observables import PauliString, apply_hamiltonian
 from ..observables.hamiltonian import _as_observable
+from ..optim import NAMED_LRS, lbfgs
 from ..trotter import pauli_rotation
 from .ansatz import _int, _reference_bits, _sz, excitations, hartree_fock
 from .vqe import CHEMICAL_ACCURACY, GIVENS_GATES, _finite_real, _run, check_givens_hamiltonian, energy
@@ -377,10 +378,7 @@ def _lbfgs_on_gradients(lr):
     1e-4 rad from the optimum: 6e-8 Ha against steps of 1.2e-7), so it stalled with gradients of
     1e-3; quasi-Newton steps from gradient differences still converge (measured: H2O 122 -> 26
     evaluations, H2 qubit pool 2 -> 1 operator)."""
-    def make(params):
-        return torch.optim.LBFGS(params, lr=1.0 if lr is None else lr, max_iter=1, history_size=50,
-                                 tolerance_grad=1e-10, tolerance_change=1e-14)
-    return make
+    return lambda params: lbfgs(params, NAMED_LRS["lbfgs"] if lr is None else lr, line_search=False)
 
 
 def _tapered_pool(ops, tapering) -> list:

@@ -177,3 +177,22 @@ def test_deep_complex64_density_has_no_bias_from_the_constant():
         e128 = float(tql.mixed.expval(c128, H)[0])
     assert drift > 1e-7                          # the case the split is for
     assert abs(e64 - e128) < 2e-5
+
+
+def test_trajectory_gradients_carry_no_score_noise_from_the_constant(dtype, device, atol):
+    # sampled amplitude-damping branches: the identity term's c·∇p_k/p_k has mean zero, so it is
+    # left out; value = c + ⟨H − c⟩ per trajectory, gradient that of H − c, draw for draw
+    c = _noisy_circuit(dtype, device)
+    H = Hamiltonian([(-73.1, ""), (0.4, "Z0"), (0.2, "X0 X1")])
+    rest = Hamiltonian([(0.4, "Z0"), (0.2, "X0 X1")])
+    w = c.weights.detach().clone().requires_grad_()
+    out = []
+    for h in (H, rest):
+        g = torch.Generator(device=device).manual_seed(5)
+        v = tql.mixed.trajectories.expval(c, h, n_trajectories=32, generator=g, weights=w)
+        grad, = torch.autograd.grad(v.sum(), w)
+        out.append((v.detach(), grad))
+    (v_h, g_h), (v_rest, g_rest) = out
+    torch.testing.assert_close(v_h, v_rest - 73.1, atol=100 * atol, rtol=0)
+    torch.testing.assert_close(g_h, g_rest, atol=atol, rtol=0)
+    assert float(g_rest.abs().max()) > 1e-3

@@ -36,6 +36,7 @@ from ..kernels.apply import apply_matrix_unchecked
 from ..kernels.state import REAL_OF, check_allocation, zero_state
 from ..measure import reduced_density_matrix
 from ..observables import expectation
+from ..observables.hamiltonian import add_constants, split_constants
 from . import noise_folding
 from .noise_folding import constant_probabilities, draw_uniform
 from .simulate import (_check_observables, _instructions, _noise_key, _observables, _resolve_noise, _segments,
@@ -239,7 +240,13 @@ def expval(circuit, observables, x=None, state=None, noise_model=None, n_traject
         psi = run(circuit, x=x, state=state, noise_model=noise_model, n_trajectories=T, generator=generator,
                   weights=weights)
         B, _, N = psi.shape
-        values = expectation(psi.reshape(B * T, N), hams, shots=shots, generator=generator if shots else None)
+        psi = psi.reshape(B * T, N)
+        # a trajectory's norm is ∇-free (p_k held fixed), but c·‖ψ‖² would carry c·∇p_k/p_k into
+        # the gradient: a zero-mean score term, pure variance for a large identity term
+        terms, constants = split_constants(hams) if shots is None else (hams, None)
+        values = expectation(psi, terms, shots=shots, generator=generator if shots else None)
+        if constants is not None:
+            values = add_constants(values, constants, torch.linalg.vector_norm(psi.detach(), dim=-1) ** 2)
     else:
         weights = circuit.weights_or(weights, what)
         x, psi, B = _start(circuit, x, state, T, what)

@@ -185,5 +185,5 @@ def test_bad_input(call, exc, match):
 def test_noisy_circuit_is_refused():
     mc = tql.MixedCircuit(1)
     mc.ry(0, trainable=True).channel(tql.mixed.depolarizing(0.1), 0)
-    with pytest.raises((ValueError, TypeError), match="pure state|tql.Circuit"):
+    with pytest.raises((ValueError, TypeError), match="pure output state|tql.Circuit"):
         varqrte(mc, "Z0", 1.0)

@@ -33,7 +33,7 @@ from typing import Callable, Optional, Union
 import torch
 
 from .engine import run_circuit
-from .grad.metric import fubini_study, tangent_states
+from .grad.metric import fubini_study, require_pure, tangent_states
 from .observables import apply_hamiltonian
 from .observables.hamiltonian import _as_observable
 
@@ -118,9 +118,7 @@ def _check(circuit, time, steps, integrator, rcond, regularization, what):
     from .circuit import Circuit
     if not isinstance(circuit, Circuit):
         raise TypeError(f"{what}: circuit must be a tql.Circuit, got {type(circuit).__name__}")
-    if circuit.is_noisy:
-        raise ValueError(f"{what}: McLachlan's principle here evolves a pure state; this circuit has channels, "
-                         f"measurements, resets or a noise model")
+    require_pure(circuit, what, "McLachlan's principle here evolves the parameters")
     if circuit.num_parameters == 0:
         raise ValueError(f"{what}: the circuit has no trainable angles to evolve (add gates with trainable=True)")
     if isinstance(time, bool) or not isinstance(time, Real) or not math.isfinite(time) or time < 0:

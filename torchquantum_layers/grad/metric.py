@@ -13,16 +13,22 @@ from ..circuit import Param
 from ..kernels.state import check_allocation
 from .adjoint import derivative_states
 
-__all__ = ["quantum_fisher", "tangent_states", "fubini_study"]
+__all__ = ["quantum_fisher", "tangent_states", "fubini_study", "require_pure"]
+
+
+def require_pure(circuit, what: str, quantity: str) -> None:
+    """Refuse a circuit with channels, measurements, resets or a noise model: ``quantity`` (what
+    ``what`` computes) is defined on a pure output state."""
+    if circuit.is_noisy:
+        raise ValueError(f"{what}: {quantity} of a pure output state; this circuit has channels, measurements, "
+                         f"resets or a noise model")
 
 
 def tangent_states(circuit, x=None, state=None, weights=None):
     """The output states ``ψ`` ``(B, 2**n)`` and their derivatives ``|∂_i ψ⟩`` ``(P, B, 2**n)``
     with respect to the P trainable angles (at ``weights``, default the circuit's), in one
     gate-by-gate pass of ``(P + 1) · B`` rows (module notes). No autograd graph is recorded."""
-    if circuit.is_noisy:
-        raise ValueError("tangent_states: the derivative states are those of a pure output state; this circuit has "
-                         "channels, measurements, resets or a noise model")
+    require_pure(circuit, "tangent_states", "the derivative states are those")
     x, state, _ = circuit.prepare(x, state)
     n, P = circuit.n_wires, circuit.num_parameters
     B = state.shape[0]
@@ -53,9 +59,7 @@ def quantum_fisher(circuit, x=None, state=None):
     Multiply by 4 for the quantum Fisher information; :class:`tql.optim.QNG` uses it for the
     quantum natural gradient. No autograd graph is recorded; memory: (P + 1) · B states.
     """
-    if circuit.is_noisy:
-        raise ValueError("quantum_fisher: the Fubini–Study metric is that of a pure output state; this circuit has "
-                         "channels, measurements, resets or a noise model")
+    require_pure(circuit, "quantum_fisher", "the Fubini–Study metric is that")
     psi, d = tangent_states(circuit, x, state)
     return fubini_study(psi, d)
 

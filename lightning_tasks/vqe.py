@@ -488,10 +488,15 @@ class VQETask(SinglePointTask):
         if self.lattice is None:
             err = abs(value - self.fci_energy) * 1e3
             return {"error_mha": err, "chemical_accuracy": float(err < CHEMICAL_ACCURACY_MHA)}
+        errors = self._exact_errors(value)
+        return {} if errors is None else dict(zip(("error", "relative_error"), errors))
+
+    def _exact_errors(self, value: float) -> Optional[tuple]:
+        """``(|E − exact_energy|, that / |exact_energy|)``, None without an exact energy."""
         if self.exact_energy is None:
-            return {}
+            return None
         err = abs(value - self.exact_energy)
-        return {"error": err, "relative_error": err / max(abs(self.exact_energy), 1e-12)}
+        return err, err / max(abs(self.exact_energy), 1e-12)
 
     def _reached(self, value: float) -> bool:
         if self.lattice is None:
@@ -572,13 +577,14 @@ class VQETask(SinglePointTask):
     @property
     def error(self) -> Optional[float]:
         """|E − exact_energy| of the current angles (Ha for molecules; None without an exact energy)."""
-        return None if self.exact_energy is None else abs(self.final_energy() - self.exact_energy)
+        errors = self._exact_errors(self.final_energy())
+        return None if errors is None else errors[0]
 
     @property
     def relative_error(self) -> Optional[float]:
         """|E − exact_energy| / |exact_energy| of the current angles (None without an exact energy)."""
-        err = self.error
-        return None if err is None else err / max(abs(self.exact_energy), 1e-12)
+        errors = self._exact_errors(self.final_energy())
+        return None if errors is None else errors[1]
 
     @property
     def steps_to_accuracy(self) -> Optional[int]:

@@ -57,6 +57,29 @@ def _cpu_key() -> str:
     return platform.machine() + flags
 
 
+def _compile(cc: str, flags: list, tmp: str, objects_dir: str) -> str:
+    """Compile every source at once (one compiler process each: the first build takes the time
+    of the largest file, not of all three), then link into ``tmp``; '' or the compiler's error."""
+    compile_flags = [f for f in flags if f != "-shared"]
+    objects = [os.path.join(objects_dir, os.path.basename(src) + ".o") for src in _SOURCES]
+    procs = [subprocess.Popen([cc, *compile_flags, "-c", src, "-o", obj], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) for src, obj in zip(_SOURCES, objects)]
+    failed = []
+    for proc in procs:
+        try:
+            stderr = proc.communicate(timeout=120)[1]
+        except subprocess.TimeoutExpired:
+            for other in procs:
+                other.kill()
+            raise
+        if proc.returncode:
+            failed.append(stderr or f"{cc} exited with {proc.returncode}")
+    if failed:
+        return failed[0]
+    link = subprocess.run([cc, *flags, *objects, "-o", tmp], capture_output=True, text=True, timeout=120)
+    return (link.stderr or f"{cc} (link) exited with {link.returncode}") if link.returncode else ""
+
+
 def _build(path: str) -> None:
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if cc is None:
@@ -65,13 +88,12 @@ def _build(path: str) -> None:
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(path))
     os.close(fd)
     try:
-        done = subprocess.run([cc, *_FLAGS, *_SOURCES, "-o", tmp], capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            # a compiler without OpenMP (clang without libomp): the same kernels on one thread
-            serial = [f for f in _FLAGS if f != "-fopenmp"]
-            retry = subprocess.run([cc, *serial, *_SOURCES, "-o", tmp], capture_output=True, text=True, timeout=120)
-            if retry.returncode != 0:
-                raise RuntimeError(f"{cc} failed: {done.stderr.strip()[-300:]}")
+        with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as objects_dir:
+            error = _compile(cc, _FLAGS, tmp, objects_dir)
+            if error:
+                # a compiler without OpenMP (clang without libomp): the same kernels on one thread
+                if _compile(cc, [f for f in _FLAGS if f != "-fopenmp"], tmp, objects_dir):
+                    raise RuntimeError(f"{cc} failed: {error.strip()[-300:]}")
         os.replace(tmp, path)       # atomic: concurrent processes never load a half-written file
     finally:
         if os.path.exists(tmp):

@@ -489,7 +489,19 @@ class Circuit(nn.Module):
         from .qasm import to_qasm
         return to_qasm(self, bind=bind, measure=measure)
 
-    # -- OpenQASM 3 (torchquantum_layers.qasm3) -----------------------------------------------
+    # -- OpenQASM 3 (torchquantum_layers.qasm3, qasm3_import) ---------------------------------
+    @classmethod
+    def from_qasm3(cls, source, **kwargs) -> "Circuit":
+        """A circuit from OpenQASM 3 text or a file path (the ``qasm3`` extra: openqasm3[parser]);
+        ``input float`` declarations become trainable weights or input columns (``inputs=``), see
+        :func:`torchquantum_layers.qasm3_import.from_qasm3`. On ``MixedCircuit`` it keeps
+        ``measure`` and ``reset`` (``mixed=True``)."""
+        from .mixed import MixedCircuit
+        from .qasm3_import import from_qasm3
+        if issubclass(cls, MixedCircuit):
+            kwargs.setdefault("mixed", True)
+        return from_qasm3(source, **kwargs)
+
     def to_qasm3(self, *, parameters: str = "bound") -> str:
         """OpenQASM 3 text on ``qubit[n] q``: stdgates.inc names, ``ctrl(k) @`` / ``inv @``
         modifiers; ``parameters="input"`` writes trainable and input angles as ``input float[64]``."""

@@ -1,4 +1,5 @@
-"""OpenQASM 3 out: :func:`to_qasm3` (``circuit.to_qasm3()``).
+"""OpenQASM 3 out: :func:`to_qasm3` (``circuit.to_qasm3()``). The reader, :func:`from_qasm3`
+(``Circuit.from_qasm3``), lives in :mod:`torchquantum_layers.qasm3_import` and is re-exported here.
 
 The program is ``OPENQASM 3.0;``, ``include "stdgates.inc";``, ``qubit[n] q;`` (q[i] is wire i,
 the most significant bit of the basis index) and one gate call per op. Every call is exact,
@@ -37,8 +38,9 @@ import math
 from . import gates as G
 from .circuit import Circuit, Input, Param
 from .qasm import _format
+from .qasm3_import import from_qasm3
 
-__all__ = ["to_qasm3", "PARAMETER_MODES"]
+__all__ = ["to_qasm3", "from_qasm3", "PARAMETER_MODES"]
 
 PARAMETER_MODES = ("bound", "input")
 

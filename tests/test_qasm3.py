@@ -317,7 +317,7 @@ def test_controlled_table_gates(name):
         assert_exports(c.inverse())
 
 
-def test_many_controls_that_qasm2_could_not_write():
+def test_many_controls_one_statement_each():
     c = tql.Circuit(5, dtype=C128)
     c.h(0).h(1).h(2).h(3).h(4)
     c.add(G.controlled(G.Z, 3), (4, 0, 2, 1))
@@ -327,8 +327,9 @@ def test_many_controls_that_qasm2_could_not_write():
     assert "ctrl(3) @ z q[4], q[0], q[2], q[1];" in text
     assert "ctrl(4) @ x q[3], q[1], q[4], q[0], q[2];" in text
     assert "ctrl(4) @ ry(0.9) q[0], q[1], q[2], q[3], q[4];" in text
-    with pytest.raises(ValueError):
-        c.to_qasm()
+    # OpenQASM 2.0 writes the same three ops decomposed into qelib1 gates (tests/test_qasm_controls.py)
+    statements = lambda t: sum(1 for line in t.splitlines() if line.rstrip().endswith(";"))  # noqa: E731
+    assert statements(c.to_qasm()) > statements(text) + 10
 
 
 # =============================================================================================

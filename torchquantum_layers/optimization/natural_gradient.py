@@ -29,7 +29,6 @@ import torch
 from ..kernels.apply import apply_matrix_unchecked
 from ..kernels.state import check_allocation
 from ..optim import SPSA, _positive, loss_of, natural_gradient_update
-from .qaoa_ops import _generator
 
 __all__ = ["qaoa_metric", "QAOANaturalGradient", "MultiStartSPSA"]
 
@@ -50,12 +49,12 @@ def _state_and_derivatives(model, gam: torch.Tensor, bet: torch.Tensor):
         rows[1 + l] += mid * rows[0]
         mats = {}
         for kind, wires in model._steps:
-            key = (kind, len(wires))
+            key = model._step_key(kind, wires)
             if key not in mats:
-                m = model._step_matrix(kind, len(wires), bet[:, l])   # (B, d, d)
+                m = model._step_matrix(kind, wires, bet[:, l])        # (B, d, d)
                 mats[key] = m.repeat(K, 1, 1)
             if key not in gens:
-                gens[key] = (-1j * _generator(kind, len(wires))).to(device=model.device, dtype=model.dtype)
+                gens[key] = (-1j * model._step_generator(kind, wires, B)).to(device=model.device, dtype=model.dtype)
             flat = apply_matrix_unchecked(rows.reshape(K * B, N), mats[key], wires, n)
             rows = flat.reshape(K, B, N)
             rows[1 + p + l] += apply_matrix_unchecked(rows[0], gens[key], wires, n)

@@ -18,6 +18,10 @@ with C the problem's cost (to minimise, see :mod:`.problems`; MaxCut's C is minu
 * ``mixer="swap"`` (TSP only): ``Π exp(-iβ T)`` with T exchanging two cities between two
   consecutive positions (``|u@t, v@t'⟩ ↔ |u@t', v@t⟩``), which keeps the whole set of valid tours;
   ``|ψ_0⟩`` = the uniform superposition of the tours.
+* ``mixer="warm"`` (warm start, Egger et al. 2021, :mod:`.warm_start`): from a warm start
+  ``c ∈ [0, 1]^n`` (``warm_start=``, clipped to ``[ε, 1 - ε]`` by ``epsilon=``),
+  ``U_B(β) = ⊗_i exp(-iβ (sin θ_i X_i + cos θ_i Z_i))``, ``|ψ_0⟩ = ⊗_i RY(θ_i)|0⟩``,
+  ``θ_i = 2 arcsin √c_i``; at ``c_i = 1/2`` it is the X mixer from ``|+⟩^n``.
 
 The cost layer is ONE elementwise multiply of the batch by ``exp(-iγ_s C_j)``: the phases come from
 a table of the distinct cost values (one gather) when the diagonal has few of them (integer
@@ -34,7 +38,8 @@ Differentiation (``diff_method``):
   (Hessians, double backward) its backward differentiates the out-of-place replay instead. With the X mixer it works in the
   frame φ = S^{⊗n} ψ (S = diag(1, i) commutes with the cost and turns RX into the real RY), so the
   mixer is a few batched REAL GEMMs over blocks of wires of the (re, im) planes
-  (``mixer_kernel="real"``; ``"complex"`` keeps the former complex-GEMM route).
+  (``mixer_kernel="real"``; ``"complex"`` keeps the former complex-GEMM route). The warm-start
+  mixer runs the complex-GEMM route over the same wire blocks, one matrix per block.
 * ``"backprop"``: plain autograd through out-of-place kernels (supports higher derivatives).
 
 Angles are plain tensors: the module holds no parameters, so any optimiser (or a Lightning task)
@@ -77,6 +82,7 @@ from .qaoa_gate_circuit import qaoa_circuit
 from .qaoa_mixers import MIXER_KERNELS, MIXERS, _MixerSetup, _check_mixer_options
 from .qaoa_mixers import DEFAULT_BLOCK_WIRES  # noqa: F401  (documented in QAOA's docstring)
 from .qaoa_multistart import MultiStartQAOA
+from .warm_start import DEFAULT_EPSILON, _product_state, warm_start_circuit, warm_start_probabilities
 
 # Names this module imported before the split, re-exported unchanged for ``from .qaoa import …``.
 from ..caching import building_cache, lasting  # noqa: F401
@@ -99,10 +105,10 @@ class QAOA(_QAOAAnalysis, _CVaRObjective, _BackpropSweeps, _MixerSetup, _InPlace
     Args:
         problem: a :class:`~.problems.Problem` or a list of them (same ``n_qubits``).
         p: number of layers (int >= 1).
-        mixer: ``"x"``, ``"xy"`` or ``"swap"`` (see the module docstring).
-        initial_state: ``"auto"`` (``|+⟩^n`` for the X mixer, the uniform feasible superposition for
-            the others), ``"plus"``, ``"feasible"``, a bitstring / basis index, or a state tensor
-            ``(2**n,)`` / ``(G, 2**n)``.
+        mixer: ``"x"``, ``"xy"``, ``"swap"`` or ``"warm"`` (see the module docstring).
+        initial_state: ``"auto"`` (``|+⟩^n`` for the X mixer, the warm-start product state for the
+            warm-start mixer, the uniform feasible superposition for the others), ``"plus"``,
+            ``"feasible"``, a bitstring / basis index, or a state tensor ``(2**n,)`` / ``(G, 2**n)``.
         diff_method: ``"adjoint"`` (default) or ``"backprop"``.
         dtype: complex64 (default) or complex128; ``.double()`` / ``.to(device)`` also work.
         block_wires: width of the GEMM blocks of the ⊗RX mixer (default
@@ -112,15 +118,25 @@ class QAOA(_QAOAAnalysis, _CVaRObjective, _BackpropSweeps, _MixerSetup, _InPlace
             start state are invariant under flipping all bits (X mixer; MaxCut, partitioning, Ising
             without fields). Exact; ``False`` simulates the full register; ``None`` (default) is
             ``True`` for the X mixer. Must be a bool or None. With the XY and swap mixers, which
-            use neither, ``block_wires`` and ``symmetry=True`` raise a ValueError.
+            use neither, ``block_wires`` and ``symmetry=True`` raise a ValueError; the warm-start
+            mixer uses ``block_wires`` (its rotations are GEMMs over wire blocks too) but refuses
+            ``symmetry=True`` (its start state is not flip-invariant).
         mixer_kernel: how the adjoint path applies the X mixer: ``"real"`` (default; real GEMMs in
             the frame where RX is the real rotation RY) or ``"complex"`` (complex GEMMs, the former
-            route). Both are exact; see :data:`MIXER_KERNELS`.
+            route). Both are exact; see :data:`MIXER_KERNELS`. The warm-start mixer takes the
+            complex route only (its default; ``"real"`` raises a ValueError).
+        warm_start: with ``mixer="warm"`` only (and required there): the warm start ``c`` — a
+            bitstring, ``n`` probabilities of bit 1, ``(G, n)`` for a batch of G problems, or a
+            :class:`~.goemans_williamson.GoemansWilliamsonResult` (its best cut); see :mod:`.warm_start`.
+            ``initial_state="auto"`` is then the warm-start product state.
+        epsilon: the regularisation of the warm start, ``c ← clip(c, ε, 1 - ε)``, in [0, 0.5]
+            (default 0.25; ``mixer="warm"`` only).
     """
 
     def __init__(self, problem, p: int, mixer: str = "x", initial_state="auto",
                  diff_method: str = "adjoint", dtype=None, device=None,
-                 block_wires: Optional[int] = None, symmetry: Optional[bool] = None, mixer_kernel: str = "real"):
+                 block_wires: Optional[int] = None, symmetry: Optional[bool] = None,
+                 mixer_kernel: Optional[str] = None, warm_start=None, epsilon: Optional[float] = None):
         super().__init__()
         what = "qaoa"
         probs = list(problem) if isinstance(problem, (list, tuple)) else [problem]
@@ -149,8 +165,19 @@ class QAOA(_QAOAAnalysis, _CVaRObjective, _BackpropSweeps, _MixerSetup, _InPlace
             raise ValueError(f"{what}: {n} qubits need a state of 2**{n} amplitudes; the state-vector QAOA "
                              f"is limited to 30 qubits")
         # mixer structure
-        symmetry, self.block_wires = _check_mixer_options(what, mixer, block_wires, symmetry, mixer_kernel)
-        self.mixer_kernel = mixer_kernel
+        symmetry, self.block_wires, self.mixer_kernel = _check_mixer_options(what, mixer, block_wires, symmetry,
+                                                                             mixer_kernel)
+        self._warm64 = self.warm_start = self.epsilon = None
+        if mixer == "warm":
+            if warm_start is None:
+                raise ValueError(f"{what}: mixer='warm' needs warm_start= (a bitstring, n probabilities of bit 1 "
+                                 f"or a goemans_williamson() result); see optimization.warm_start")
+            self.epsilon = DEFAULT_EPSILON if epsilon is None else epsilon
+            self._warm64 = warm_start_probabilities(warm_start, n, self.epsilon, len(probs), what)
+            self.warm_start = self._warm64.clone()                             # (1 or G, n), regularised
+        elif warm_start is not None or epsilon is not None:
+            raise ValueError(f"{what}: warm_start / epsilon set the warm-start mixer; mixer={mixer!r} does not use "
+                             f"them (use mixer='warm')")
         self._steps = self._mixer_steps()
         # the cost diagonal: a table of levels + index, or the raw values
         diags = torch.stack([pr.diagonal for pr in self.problems])              # (G, N) float64
@@ -167,8 +194,8 @@ class QAOA(_QAOAAnalysis, _CVaRObjective, _BackpropSweeps, _MixerSetup, _InPlace
         if self.mixer == "x":
             m = math.ceil(sim / self.block_wires)
             self._xsizes = [sim // m + (1 if i < sim % m else 0) for i in range(m)]
-        else:
-            self._xsizes = []
+        else:                                   # the warm-start blocks are the steps (no symmetry)
+            self._xsizes = [len(wires) for _, wires in self._steps] if self.mixer == "warm" else []
         self._rblocks = _real_blocks(sim, self.block_wires) if self.mixer == "x" else []
         real = torch.float32
         if dtype is not None:
@@ -202,7 +229,8 @@ class QAOA(_QAOAAnalysis, _CVaRObjective, _BackpropSweeps, _MixerSetup, _InPlace
         return self.problems[0].hamiltonian
 
     def extra_repr(self) -> str:
-        return (f"problem={self.problems[0].name}, n_qubits={self.n_qubits}, p={self.p}, mixer={self.mixer!r}, "
+        warm = f", epsilon={self.epsilon}" if self.mixer == "warm" else ""
+        return (f"problem={self.problems[0].name}, n_qubits={self.n_qubits}, p={self.p}, mixer={self.mixer!r}{warm}, "
                 f"graphs={self.n_graphs}, diff_method={self.diff_method!r}, bit-flip symmetry={self._z2}")
 
     @property
@@ -254,9 +282,15 @@ class QAOA(_QAOAAnalysis, _CVaRObjective, _BackpropSweeps, _MixerSetup, _InPlace
         :meth:`states` up to the global phase ``exp(-iγ c_0)`` of the constant term. Use it with
         ``tql.grad.circuit_expval(circ, qaoa.hamiltonian, x=angles, diff_method=...)`` for the
         library's backprop / adjoint / parameter-shift."""
-        if self.mixer != "x" or self.n_graphs != 1:
-            raise ValueError("circuit: only the X mixer on a single problem is available as a Circuit")
+        if self.mixer not in ("x", "warm") or self.n_graphs != 1:
+            raise ValueError("circuit: only the X and warm-start mixers on a single problem are available as a "
+                             "Circuit")
         init = self._init64
+        if self.mixer == "warm":
+            if not torch.allclose(init, _product_state(self._warm64)):
+                raise ValueError("circuit: the warm-start mixer is available as a Circuit from its warm-start "
+                                 "state only (initial_state='auto')")
+            return warm_start_circuit(self.problems[0], self.p, self._warm64, dtype=self.dtype, device=self.device)
         if not torch.allclose(init, torch.full_like(init, 1 / math.sqrt(2 ** self.n_qubits))):
             raise ValueError("circuit: only the |+⟩ initial state is available as a Circuit")
         return qaoa_circuit(self.problems[0], self.p, dtype=self.dtype, device=self.device)

@@ -11,8 +11,8 @@ import torch
 from ..caching import building_cache
 from ..kernels.apply import apply_matrix_unchecked
 from ..kernels.state import REAL_OF
-from .qaoa_ops import (_generator, _generator_real, _im_dot, _kron_power, _re_dot, _real_block_generator,
-                       _real_block_matrix, _rx2, _ry2)
+from .qaoa_ops import _im_dot, _re_dot, _real_block_generator, _real_block_matrix, _ry2
+from .qaoa_mixers import WIRE_MIXERS
 from .workspace import SINGLE_THREAD_BELOW, _Lease, _threads
 
 if TYPE_CHECKING:
@@ -122,10 +122,10 @@ class _InPlaceSweeps:
         X = pool.take((B, N), self.dtype, self.device)
         X.copy_(self._rows(c["init_s"], B))
         P = pool.take((B, N), self.dtype, self.device)
-        Y = pool.take((B, N), self.dtype, self.device) if self.mixer == "x" else None
+        Y = pool.take((B, N), self.dtype, self.device) if self._wire_blocks else None
         for l in range(self.p):
             X.mul_(self._phase_into(gam[:, l], P))
-            if self.mixer == "x":
+            if self._wire_blocks:
                 X, Y = self._x_layer(X, Y, bet[:, l])
                 if self._z2:
                     self._wire0(X, P, bet[:, l], 1.0)
@@ -134,25 +134,30 @@ class _InPlaceSweeps:
         pool.give(P, Y)
         return X
 
+    @property
+    def _wire_blocks(self) -> bool:
+        """Whether the mixer is one rotation per wire, applied by :meth:`_x_layer` (X, warm start)."""
+        return self.mixer in WIRE_MIXERS
+
     def _x_layer(self, X, Y, beta, inverse: bool = False):
-        """⊗RX(2β) on all wires: per block of k wires one batched GEMM that applies the block to the
-        first k wires and moves them to the end (after all blocks the order is restored).
-        ``inverse``: the adjoint, blocks in reverse (last k wires back to the front)."""
+        """⊗RX(2β) (or the warm-start rotations) on all wires: per block of k wires one batched GEMM
+        that applies the block to the first k wires and moves them to the end (after all blocks the
+        order is restored). ``inverse``: the adjoint, blocks in reverse (last k wires back to the
+        front); the blocks are symmetric, so their adjoint is their conjugate."""
         B, N = X.shape
-        m1 = _rx2(beta, self.dtype)
-        mats = {}
         sizes = self._x_blocks()
-        order = reversed(sizes) if inverse else sizes
-        for k in order:
+        blocks = list(zip(sizes, self._block_matrices(beta)))
+        done = {}                                 # the X mixer's blocks of one width share a matrix
+        for k, M in (reversed(blocks) if inverse else blocks):
             d = 2 ** k
-            if k not in mats:
-                M = _kron_power(m1, k)
-                mats[k] = M.conj() if inverse else M.transpose(1, 2).contiguous()
+            if id(M) not in done:
+                done[id(M)] = M.conj() if inverse else M.transpose(1, 2).contiguous()
+            M = done[id(M)]
             if inverse:
                 # X holds (B, L, d) with the block last: Y (B, d, L) = M^H X^T
-                torch.bmm(mats[k], X.view(B, N // d, d).transpose(1, 2), out=Y.view(B, d, N // d))
+                torch.bmm(M, X.view(B, N // d, d).transpose(1, 2), out=Y.view(B, d, N // d))
             else:
-                torch.bmm(X.view(B, d, N // d).transpose(1, 2), mats[k], out=Y.view(B, N // d, d))
+                torch.bmm(X.view(B, d, N // d).transpose(1, 2), M, out=Y.view(B, N // d, d))
             X, Y = Y, X
         return X, Y
 
@@ -332,9 +337,9 @@ class _InPlaceSweeps:
         mats = {}
         steps = reversed(self._steps) if inverse else self._steps
         for kind, wires in steps:
-            key = (kind, len(wires))
+            key = self._step_key(kind, wires)
             if key not in mats:
-                M = self._step_matrix(kind, len(wires), beta)
+                M = self._step_matrix(kind, wires, beta)
                 mats[key] = M.conj().transpose(1, 2) if inverse else M
             X = apply_matrix_unchecked(X, mats[key], wires, n)
         return X
@@ -368,11 +373,11 @@ class _InPlaceSweeps:
             Lam.mul_(((4 if self._z2 else 2) * grad_out.reshape(B, 1)).to(Lam.dtype))
         P = pool.take((B, N), dt, psi.device)
         spare = [pool.take((B, N), dt, psi.device), pool.take((B, N), dt, psi.device)] \
-            if self.mixer == "x" else None
+            if self._wire_blocks else None
         dgam = torch.zeros(B, p, dtype=torch.float64, device=psi.device)
         dbet = torch.zeros(B, p, dtype=torch.float64, device=psi.device)
         for l in reversed(range(p)):
-            if self.mixer == "x":
+            if self._wire_blocks:
                 g0 = 0
                 if self._z2:
                     # wire 0 (applied last): dL/dβ += Im⟨λ|Fψ⟩, then un-compute ψ and λ
@@ -399,17 +404,19 @@ class _InPlaceSweeps:
         return dgam, dbet
 
     def _x_layer_backward(self, Psi, Lam, spare, beta):
-        """Reverse of _x_layer for ψ and λ, accumulating dL/dβ = Σ_blocks Im⟨λ|G_k|ψ⟩."""
+        """Reverse of _x_layer for ψ and λ, accumulating dL/dβ = Σ_blocks Im⟨λ|G_k|ψ⟩ (G_k real
+        symmetric: ΣX on the block, or Σ (sin θ X + cos θ Z) for the warm-start mixer)."""
         B, N = Psi.shape
-        m1 = _rx2(beta, self.dtype)
         grad = torch.zeros(B, dtype=torch.float64, device=Psi.device)
-        mats = {}
+        blocks = list(zip(self._x_blocks(), self._block_matrices(beta), self._block_generators_real(B)))
+        done = {}
         S1, S2 = spare
-        for k in reversed(self._x_blocks()):
+        for k, M, gen in reversed(blocks):
             d = 2 ** k
             L = N // d
-            if k not in mats:
-                mats[k] = _kron_power(m1, k).conj()
+            if id(M) not in done:
+                done[id(M)] = M.conj()
+            M = done[id(M)]
             # Im⟨λ|G|ψ⟩ = Σ_r Σ_ij G_ij Im(conj(λ_ri) ψ_rj) over rows r (block index last). On real
             # planes (a conj operand would make bmm copy the state): R = Λᵀ Ψ over interleaved
             # (re, im) columns, Im(conj(λ_i) ψ_j) = R[2i, 2j+1] - R[2i+1, 2j].
@@ -418,9 +425,9 @@ class _InPlaceSweeps:
             lr = torch.view_as_real(Lam).view(B * c, L // c, 2 * d)
             R = torch.bmm(lr.transpose(1, 2), pr).view(B, c, d, 2, d, 2).sum(1)
             im = R[:, :, 0, :, 1] - R[:, :, 1, :, 0]                     # [b, i, j]
-            grad += (im * _generator_real(k, im.device)).sum((1, 2)).to(torch.float64)
-            torch.bmm(mats[k], Psi.view(B, L, d).transpose(1, 2), out=S1.view(B, d, L))
-            torch.bmm(mats[k], Lam.view(B, L, d).transpose(1, 2), out=S2.view(B, d, L))
+            grad += (im * gen).sum((1, 2)).to(torch.float64)
+            torch.bmm(M, Psi.view(B, L, d).transpose(1, 2), out=S1.view(B, d, L))
+            torch.bmm(M, Lam.view(B, L, d).transpose(1, 2), out=S2.view(B, d, L))
             Psi, S1 = S1, Psi
             Lam, S2 = S2, Lam
         spare[0], spare[1] = S1, S2
@@ -432,10 +439,10 @@ class _InPlaceSweeps:
         grad = torch.zeros(B, dtype=torch.float64, device=Psi.device)
         mats = {}
         for kind, wires in reversed(self._steps):
-            key = (kind, len(wires))
+            key = self._step_key(kind, wires)
             if key not in mats:
-                M = self._step_matrix(kind, len(wires), beta)
-                Gm = _generator(kind, len(wires)).to(device=Psi.device, dtype=self.dtype)
+                M = self._step_matrix(kind, wires, beta)
+                Gm = self._step_generator(kind, wires, B).to(device=Psi.device, dtype=self.dtype)
                 mats[key] = (M.conj().transpose(1, 2), -1j * Gm)
             Minv, mG = mats[key]
             # dL/dβ += Re⟨λ|-iG|ψ⟩ at the gate's output

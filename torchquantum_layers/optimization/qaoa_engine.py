@@ -14,6 +14,7 @@ from ..caching import lasting
 from ..kernels.apply import apply_matrix_unchecked
 from ..kernels.state import REAL_OF
 from .qaoa_ops import _i_power, _popcount
+from .warm_start import _bloch
 
 
 class _BackpropSweeps:
@@ -29,6 +30,8 @@ class _BackpropSweeps:
             c = {"d": self._diag64.to(device=dev, dtype=real),                    # (G, N)
                  "init": self._init64.to(device=dev, dtype=cplx)}
             c["mid"] = (-1j * self._diag64).to(device=dev, dtype=cplx)           # -i C
+            if self._warm64 is not None:                                         # (sin θ, cos θ) per wire
+                c["warm_sc"] = _bloch(self._warm64).to(dev)                      # (1 or G, 2, n) float64
             if self._levels64 is not None:
                 c["levels"] = self._levels64.to(dev)                             # float64 (K,)
                 c["index"] = self._index.to(dev)                                 # (G, N) int64
@@ -129,9 +132,9 @@ class _BackpropSweeps:
             psi = psi * self._phase(gam[:, l])
             mats = {}
             for kind, wires in self._steps:
-                key = (kind, len(wires))
+                key = self._step_key(kind, wires)
                 if key not in mats:
-                    mats[key] = self._step_matrix(kind, len(wires), bet[:, l])
+                    mats[key] = self._step_matrix(kind, wires, bet[:, l])
                 psi = apply_matrix_unchecked(psi, mats[key], wires, n)
         return psi
 

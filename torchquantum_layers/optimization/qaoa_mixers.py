@@ -2,9 +2,15 @@
 
 :data:`MIXERS`, :data:`MIXER_KERNELS` and :data:`DEFAULT_BLOCK_WIRES`; :func:`_check_mixer_options`
 validates ``symmetry`` / ``block_wires`` / ``mixer_kernel`` against the mixer; the mixin
-:class:`_MixerSetup` builds the gate steps of one mixer layer (wire blocks of ⊗RX, XY ring pairs of
-the one-hot groups, TSP tour exchanges), their matrices, and the initial state (``|+⟩^n``, the uniform
-feasible superposition, a bitstring / basis index or a given state tensor).
+:class:`_MixerSetup` builds the gate steps of one mixer layer (wire blocks of ⊗RX or of the
+warm-start rotations, XY ring pairs of the one-hot groups, TSP tour exchanges), their matrices and
+generators, and the initial state (``|+⟩^n``, the warm-start product state, the uniform feasible
+superposition, a bitstring / basis index or a given state tensor).
+
+The wire-block mixers (:data:`WIRE_MIXERS`) are products of one rotation per wire, applied as GEMMs
+over blocks of ``block_wires`` wires: ``"x"`` (the same RX(2β) on every wire) and ``"warm"``
+(``exp(-iβ (sin θ_i X + cos θ_i Z))`` on wire i, :mod:`.warm_start`). Their block matrices are
+symmetric, which the in-place sweeps use (the inverse of a block is its conjugate).
 """
 from __future__ import annotations
 
@@ -13,7 +19,10 @@ import numbers
 
 import torch
 
-from .qaoa_ops import _kron_power, _rx2, _swap_matrix, _xy_matrix
+from .qaoa_ops import _generator, _generator_real, _kron_power, _rx2, _swap_matrix, _xy_matrix
+from ..caching import building_cache
+from ..kernels.apply import kron
+from .warm_start import _block_generator, _block_rotation, _product_state, _rotations
 
 
 def ring_pairs(group) -> list:
@@ -40,9 +49,11 @@ def tour_exchange_terms(first: int, m: int) -> list:
     return [(q(u, t1), q(u, t2), q(v, t1), q(v, t2))
             for t1, t2 in tpairs for u in range(first, n_c) for v in range(u + 1, n_c)]
 
-__all__ = ["MIXERS", "MIXER_KERNELS", "DEFAULT_BLOCK_WIRES"]
+__all__ = ["MIXERS", "MIXER_KERNELS", "DEFAULT_BLOCK_WIRES", "WIRE_MIXERS"]
 
-MIXERS = ("x", "xy", "swap")
+MIXERS = ("x", "xy", "swap", "warm")
+# mixers made of one rotation per wire, applied over blocks of wires
+WIRE_MIXERS = ("x", "warm")
 
 # The ⊗RX mixer is applied as batched GEMMs over blocks of at most this many wires (measured on
 # the 2-core CPU, benchmarks/qaoa.py: 4-5 wires balance GEMM efficiency against 2^k flops).
@@ -55,27 +66,36 @@ DEFAULT_BLOCK_WIRES = 4
 MIXER_KERNELS = ("real", "complex")
 
 
-def _check_mixer_options(what: str, mixer: str, block_wires, symmetry, mixer_kernel: str):
-    """Validate the X-mixer options against ``mixer``; -> (symmetry, block_wires) with defaults filled."""
+def _check_mixer_options(what: str, mixer: str, block_wires, symmetry, mixer_kernel):
+    """Validate the X-mixer options against ``mixer``; -> (symmetry, block_wires, mixer_kernel) with
+    defaults filled (``mixer_kernel=None``: "real", or "complex" for the warm-start mixer)."""
     if symmetry is not None and not isinstance(symmetry, bool):
         raise TypeError(f"{what}: symmetry must be a bool (or None), got {symmetry!r}")
-    if mixer != "x":
-        # both only shape the ⊗RX mixer: refuse them rather than drop them silently
-        if block_wires is not None:
-            raise ValueError(f"{what}: block_wires={block_wires!r} sets the GEMM blocks of the X mixer; "
-                             f"mixer={mixer!r} does not use it (leave it None)")
-        if symmetry:
-            raise ValueError(f"{what}: symmetry=True (the half-register bit-flip route of the adjoint path) "
-                             f"exists for the X mixer only, not for mixer={mixer!r}; leave it None or False")
+    if mixer not in WIRE_MIXERS and block_wires is not None:
+        # it only shapes the wire-block mixers: refuse it rather than drop it silently
+        raise ValueError(f"{what}: block_wires={block_wires!r} sets the GEMM blocks of the X mixer; "
+                         f"mixer={mixer!r} does not use it (only {' and '.join(map(repr, WIRE_MIXERS))} do; "
+                         f"leave it None)")
+    if mixer != "x" and symmetry:
+        why = (": the warm-start state and mixer are not invariant under flipping all bits" if mixer == "warm"
+               else "")
+        raise ValueError(f"{what}: symmetry=True (the half-register bit-flip route of the adjoint path) "
+                         f"exists for the X mixer only, not for mixer={mixer!r}{why}; leave it None or False")
     if symmetry is None:
         symmetry = True
     if block_wires is None:
         block_wires = DEFAULT_BLOCK_WIRES
     if isinstance(block_wires, bool) or not isinstance(block_wires, numbers.Integral) or block_wires < 1:
         raise ValueError(f"{what}: block_wires must be a positive int, got {block_wires!r}")
+    if mixer_kernel is None:
+        mixer_kernel = "complex" if mixer == "warm" else "real"
     if mixer_kernel not in MIXER_KERNELS:
         raise ValueError(f"{what}: mixer_kernel must be one of {MIXER_KERNELS}, got {mixer_kernel!r}")
-    return symmetry, int(block_wires)
+    if mixer == "warm" and mixer_kernel == "real":
+        raise ValueError(f"{what}: mixer_kernel='real' (the frame in which RX is a real rotation) exists for the "
+                         f"X mixer only; the warm-start rotations stay complex there: use mixer_kernel='complex' "
+                         f"(the default for mixer='warm')")
+    return symmetry, int(block_wires), mixer_kernel
 
 
 class _MixerSetup:
@@ -84,12 +104,12 @@ class _MixerSetup:
     def _mixer_steps(self):
         """List of (kind, wires) gate steps of one mixer layer (for "x": the wire blocks)."""
         n, what = self.n_qubits, "qaoa"
-        if self.mixer == "x":
+        if self.mixer in WIRE_MIXERS:
             m = math.ceil(n / self.block_wires)
             sizes = [n // m + (1 if i < n % m else 0) for i in range(m)]
             out, w = [], 0
             for k in sizes:
-                out.append(("x", tuple(range(w, w + k))))
+                out.append((self.mixer, tuple(range(w, w + k))))
                 w += k
             return out
         groups = self.problems[0].mixer_groups
@@ -123,7 +143,9 @@ class _MixerSetup:
         if isinstance(spec, str) and spec in ("auto", "plus", "feasible"):
             kind = spec
             if kind == "auto":
-                kind = "plus" if self.mixer == "x" else "feasible"
+                kind = {"x": "plus", "warm": "warm"}.get(self.mixer, "feasible")
+            if kind == "warm":                     # ⊗ RY(θ_i)|0⟩, per problem of a batch
+                return _product_state(self._warm64)
             if kind == "plus":
                 return torch.full((1, N), 1 / math.sqrt(N), dtype=torch.complex128)
             rows = []
@@ -164,10 +186,71 @@ class _MixerSetup:
         raise TypeError(f"{what}: initial_state must be 'auto', 'plus', 'feasible', a bitstring, an index or a "
                         f"tensor, got {type(spec).__name__}")
 
-    def _step_matrix(self, kind, k, beta):
+    # -- the matrices of the steps ------------------------------------------------------------------
+    def _step_key(self, kind, wires):
+        """Steps with equal keys share their matrix within a layer: kind and width, except the
+        warm-start blocks, whose matrices depend on their wires' warm start."""
+        return (kind, tuple(wires)) if kind == "warm" else (kind, len(wires))
+
+    def _warm_rows(self, wires, B: int) -> torch.Tensor:
+        """(sin θ_w, cos θ_w) of ``wires`` (all wires: None) per row of a batch of B: (B, 2, k)
+        float64, or (1, 2, k) when every problem has the same warm start."""
+        sc = self._consts()["warm_sc"]
+        if wires is not None:
+            sc = sc[:, :, wires[0]:wires[-1] + 1]                # the blocks are runs of wires
+        if sc.shape[0] == 1:
+            return sc
+        G = sc.shape[0]
+        return sc.unsqueeze(1).expand(G, B // G, *sc.shape[1:]).reshape(B, *sc.shape[1:])
+
+    def _step_matrix(self, kind, wires, beta):
+        """exp(-iβ_b G) of one step on ``wires``: (B, d, d) in the module's dtype."""
         cd = self.dtype
         if kind == "x":
-            return _kron_power(_rx2(beta, cd), k)
+            return _kron_power(_rx2(beta, cd), len(wires))
+        if kind == "warm":
+            return _block_rotation(beta, self._warm_rows(wires, beta.shape[0]).expand(beta.shape[0], -1, -1), cd)
         if kind == "xy":
             return _xy_matrix(beta, cd)
         return _swap_matrix(beta, cd)
+
+    def _step_generator(self, kind, wires, B: int) -> torch.Tensor:
+        """The Hermitian G of a step (U = exp(-iβG)), complex128 on the module's device: (d, d), or
+        (B, d, d) for warm-start blocks of a batch of problems with different warm starts."""
+        if kind == "warm":
+            G = _block_generator(self._warm_rows(wires, B))
+            return (G[0] if G.shape[0] == 1 else G).to(torch.complex128)
+        return _generator(kind, len(wires)).to(self.device)
+
+    def _block_matrices(self, beta):
+        """The rotation of each wire block of a wire-block mixer layer, in block order: (B, d, d) each
+        (the X mixer's blocks of one width are one tensor)."""
+        if self.mixer == "x":
+            m1 = _rx2(beta, self.dtype)
+            mats = {}
+            for k in self._xsizes:
+                if k not in mats:
+                    mats[k] = _kron_power(m1, k)
+            return [mats[k] for k in self._xsizes]
+        B = beta.shape[0]
+        U = _rotations(beta, self._warm_rows(None, B).expand(B, -1, -1), self.dtype)     # (B, n, 2, 2)
+        out = []
+        for _, wires in self._steps:
+            M = U[:, wires[0]]
+            for w in wires[1:]:
+                M = kron(M, U[:, w])
+            out.append(M)
+        return out
+
+    def _block_generators_real(self, B: int):
+        """The real symmetric generator of each wire block, in block order: (d, d) or (B, d, d)
+        (the warm-start ones cached per batch size)."""
+        if self.mixer == "x":
+            return [_generator_real(k, self.device) for k in self._xsizes]
+        c = self._consts()
+        key = ("warm_generators", B if c["warm_sc"].shape[0] > 1 else 1)
+        if key not in c:
+            real = {torch.complex64: torch.float32, torch.complex128: torch.float64}[self.dtype]
+            with building_cache():
+                c[key] = [self._step_generator(kind, wires, B).real.to(real) for kind, wires in self._steps]
+        return c[key]

@@ -8,6 +8,8 @@ import pytest
 import numpy as np
 import torch
 
+import torchquantum_layers as tql
+
 from torchquantum_layers.runtime import keep_freed_memory, max_threads, torch_threads
 
 SCRIPT = """
@@ -27,7 +29,10 @@ def _run(code):
 
 def test_applied_on_glibc_and_results_unchanged():
     applied, value = _run(SCRIPT)
-    _, reference = _run(SCRIPT.replace("applied = keep_freed_memory()", "applied = None"))
+    # the reference in this process, where nothing changed the allocator (one interpreter start less)
+    torch.manual_seed(0)
+    c = tql.templates.hardware_efficient(tql.Circuit(3), n_layers=2).double()
+    reference = str(float(tql.expval(c, tql.PauliString("Z0 Z2"))[0].detach()))
     assert applied == str(platform.system() == "Linux" and platform.libc_ver()[0] == "glibc")
     assert value == reference
 

@@ -16,7 +16,7 @@ import json
 from torchquantum_layers.kernels import gpu_compile
 print(json.dumps([dict(label=label, shared=c.shared_bytes, registers=c.registers, spills=c.spill_bytes,
                        loads=c.global_loads, stores=c.global_stores)
-                  for label, c in gpu_compile.compile_all(90)]))
+                  for label, c in gpu_compile.compile_all(90, sass=False)]))
 """
 
 

@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import tempfile
+from typing import Optional
 
 from . import gpu
 
@@ -70,7 +71,7 @@ class Compiled:
     spill_bytes: int
     global_loads: dict      # width in bits -> count of ld.global instructions in the PTX
     global_stores: dict
-    instructions: int       # SASS instructions per thread (straight-line: the kernels have no loops)
+    instructions: Optional[int]   # SASS instructions per thread (straight-line kernels); None: not disassembled
     amplitudes_per_thread: int
     ptx: str
 
@@ -89,8 +90,20 @@ def _access_widths(ptx: str, op: str) -> dict:
     return dict(sorted(counts.items()))
 
 
-def compile_launch(launch: Launch, arch: int = 90) -> Compiled:
-    """The launch compiled for ``sm_<arch>`` (all stages, down to the cubin), as a device would."""
+def _sass_instructions(cubin: bytes, arch: int, tmp: str) -> int:
+    """SASS instructions in the cubin (cuobjdump's disassembly: about a second per kernel)."""
+    from triton.backends.nvidia.compiler import get_ptxas
+    path = os.path.join(tmp, "compiled.cubin")
+    with open(path, "wb") as f:
+        f.write(cubin)
+    cuobjdump = os.path.join(os.path.dirname(get_ptxas(arch).path), "cuobjdump")
+    sass = subprocess.run([cuobjdump, "-sass", path], capture_output=True, text=True, check=True).stdout
+    return sum(1 for line in sass.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+\S", line))
+
+
+def compile_launch(launch: Launch, arch: int = 90, sass: bool = True) -> Compiled:
+    """The launch compiled for ``sm_<arch>`` (all stages, down to the cubin), as a device would;
+    ``sass=False`` skips the disassembly (``instructions`` None: it is most of the time taken)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.backends.nvidia.compiler import get_ptxas
@@ -113,11 +126,7 @@ def compile_launch(launch: Launch, arch: int = 90) -> Compiled:
             f.write(ptx)
         info = subprocess.run([get_ptxas(arch).path, f"-arch={sm}", "-v", "-o", os.path.join(tmp, "kernel.cubin"),
                                path], capture_output=True, text=True, check=True).stderr
-        cubin = os.path.join(tmp, "compiled.cubin")
-        with open(cubin, "wb") as f:
-            f.write(compiled.asm["cubin"])
-        cuobjdump = os.path.join(os.path.dirname(get_ptxas(arch).path), "cuobjdump")
-        sass = subprocess.run([cuobjdump, "-sass", cubin], capture_output=True, text=True, check=True).stdout
+        instructions = _sass_instructions(compiled.asm["cubin"], arch, tmp) if sass else None
     registers = int(re.search(r"Used (\d+) registers", info).group(1))
     spills = sum(int(v) for v in re.findall(r"(\d+) bytes spill (?:stores|loads)", info))
     names = kernel.arg_names
@@ -125,7 +134,6 @@ def compile_launch(launch: Launch, arch: int = 90) -> Compiled:
     # amplitudes of the output one program writes: a group of 2^K per index, else one
     per_index = 2 ** consts["K"] if kernel.__name__ in ("_levels_kernel", "_permute_kernel", "_gram_kernel") else 1
     threads = 32 * compiled.metadata.num_warps
-    instructions = sum(1 for line in sass.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+\S", line))
     return Compiled(kernel.__name__, consts, int(compiled.metadata.shared), registers, spills,
                     _access_widths(ptx, "ld.global"), _access_widths(ptx, "st.global"), instructions,
                     max(1, consts["BLOCK"] * per_index // threads), ptx)
@@ -193,8 +201,9 @@ def labels():
     return [label for label, _ in representative_calls()] + [label for label, _, _ in WIDE]
 
 
-def compile_all(arch: int = 90):
-    """[(label, Compiled)] for every representative call, then the WIDE ones."""
+def compile_all(arch: int = 90, sass: bool = True):
+    """[(label, Compiled)] for every representative call, then the WIDE ones (``sass``: as in
+    :func:`compile_launch`)."""
     recorded = {}
     for label, call in representative_calls():
         with recorded_launches() as launches:
@@ -208,4 +217,4 @@ def compile_all(arch: int = 90):
         for name, value in wide.items():
             args[launch.kernel.arg_names.index(name)] = value
         recorded[label] = Launch(launch.kernel, tuple(args), launch.kwargs)
-    return [(label, compile_launch(launch, arch)) for label, launch in recorded.items()]
+    return [(label, compile_launch(launch, arch, sass)) for label, launch in recorded.items()]

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import torchquantum_layers as tql
-from torchquantum_layers import qasm as Q
+from torchquantum_layers import qelib1_synthesis as Q
 from torchquantum_layers.algorithms import controlled_unitary
 
 from . import oracle as O

@@ -37,7 +37,7 @@ import math
 
 from . import gates as G
 from .circuit import Circuit, Input, Param
-from .qasm import _format
+from .qasm_writer import _format
 from .qasm3_import import from_qasm3
 
 __all__ = ["to_qasm3", "from_qasm3", "PARAMETER_MODES"]

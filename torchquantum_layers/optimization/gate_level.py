@@ -36,6 +36,7 @@ import torch
 from .angles import _check_p
 from .problems import Problem
 from .qaoa_mixers import ring_pairs, tour_exchange_terms
+from .qaoa_gate_circuit import blank_circuit, cost_layer
 
 __all__ = ["GateLevelQAOA", "gate_level_qaoa", "GATE_MIXERS", "mixer_pairs", "swap_terms"]
 
@@ -99,18 +100,9 @@ def _w_state(circ, grp) -> None:
         circ.single_excitation(grp[i], grp[i + 1], theta)
 
 
-def _cost_layer(circ, h, pairs, J, n, l) -> None:
-    from ..circuit import Input
-    for i in range(n):
-        if float(h[i]) != 0:
-            circ.rz(i, Input(l, 2 * float(h[i])))
-    for i, j in pairs:
-        circ.rzz(i, j, Input(l, 2 * float(J[i, j])))
-
-
 def gate_level_qaoa(problem: Problem, p: int, mixer: str = "x", dtype=None, device=None) -> GateLevelQAOA:
     """The gate-level QAOA of ``problem`` with ``p`` layers and ``mixer`` (module notes)."""
-    from ..circuit import Circuit, Input
+    from ..circuit import Input
     from .qaoa import qaoa_circuit
     what = "gate_level_qaoa"
     if not isinstance(problem, Problem):
@@ -126,11 +118,7 @@ def gate_level_qaoa(problem: Problem, p: int, mixer: str = "x", dtype=None, devi
     count = int(mask.sum())
     if count == 0:
         raise ValueError(f"{what}: {problem.name} has no feasible bitstring to start the {mixer!r} mixer from")
-    circ = Circuit(n)
-    if device is not None:
-        circ = circ.to(device)
-    if dtype in (torch.complex128, torch.float64):
-        circ = circ.double()
+    circ = blank_circuit(n, dtype, device)
     init = None
     if _product_of_one_hot(problem):
         for grp in problem.mixer_groups:
@@ -142,7 +130,7 @@ def gate_level_qaoa(problem: Problem, p: int, mixer: str = "x", dtype=None, devi
     h, J, _ = problem.ising()
     pairs = torch.nonzero(J).tolist()
     for l in range(p):
-        _cost_layer(circ, h, pairs, J, n, l)
+        cost_layer(circ, h, pairs, J, l)
         beta = Input(p + l, 1.0)
         if mixer == "xy":
             for a, b in steps:

@@ -33,6 +33,7 @@ from typing import Optional
 import torch
 
 from .problems import Problem
+from .qaoa_gate_circuit import blank_circuit, cost_layer
 
 __all__ = ["warm_start_qaoa", "warm_start_probabilities", "DEFAULT_EPSILON"]
 
@@ -142,22 +143,17 @@ def warm_start_circuit(problem: Problem, p: int, warm: torch.Tensor, dtype=None,
     columns ``[γ_1…γ_p, β_1…β_p]``): ``RY(θ_i)`` on every wire, then per layer the cost gates of
     :func:`~.qaoa.qaoa_circuit` and ``RY(-θ_i) RZ(2β) RY(θ_i)`` (in time order) on every wire.
     ``warm``: the regularised warm start ``(n,)`` or ``(1, n)``."""
-    from ..circuit import Circuit, Input
-    from .gate_level import _cost_layer
+    from ..circuit import Input
     n = problem.n_qubits
     c = warm.reshape(-1).to(torch.float64)
     thetas = (2 * torch.asin(torch.sqrt(c))).tolist()
-    circ = Circuit(n)
-    if device is not None:
-        circ = circ.to(device)
-    if dtype in (torch.complex128, torch.float64):
-        circ = circ.double()
+    circ = blank_circuit(n, dtype, device)
     for w in range(n):
         circ.ry(w, thetas[w])
     h, J, _ = problem.ising()
     pairs = torch.nonzero(J).tolist()
     for l in range(p):
-        _cost_layer(circ, h, pairs, J, n, l)
+        cost_layer(circ, h, pairs, J, l)
         for w in range(n):
             circ.ry(w, -thetas[w])
             circ.rz(w, Input(p + l, 2.0))

@@ -81,6 +81,21 @@ the noiseless analysis of every start. Density matrices need ``4**n`` entries pe
 ``2**n`` per trajectory. With noise: ``diff_method="backprop"``, no ``cvar_alpha`` and no ``optimizer="qng"`` (its metric
 is that of a pure state); Adam, SGD, L-BFGS and SPSA train, and checkpoints resume exactly.
 
+Warm start (``mixer="warm"``, Egger, Mareček & Woerner 2021, :mod:`torchquantum_layers.optimization.warm_start`):
+the QAOA starts from the product state in which bit i is 1 with probability ``clip(c_i, ε, 1 - ε)``
+(``epsilon=``, default 0.25) and mixes with ``exp(-iβ (sin θ_i X + cos θ_i Z))`` per wire, ``θ_i =
+2 arcsin √c_i``. ``warm_start=`` is plain data: ``"goemans_williamson"`` (the default on MaxCut: the
+best rounded cut of :func:`~torchquantum_layers.optimization.goemans_williamson`, seeded by ``seed``),
+a bitstring ``"0110"`` (wire 0 first; quote it in YAML) or a list of n probabilities of bit 1; other
+problems need an explicit one. The resolved warm start is :attr:`QAOATask.warm_start` (n floats) and
+is saved in every checkpoint, so a resumed or reloaded task uses the same cut without rerunning
+GW. Logged next to the ratios: ``ratio_to_gw`` (``⟨cut⟩ / gw_cut`` of the best start, every step,
+with the GW warm start), and in the first step's row of each fit the references ``warm_start_cost``
+/ ``warm_start_ratio`` (the warm-start state itself, p = 0) and ``gw_cut``, ``gw_sdp_value``,
+``gw_upper_bound`` (the certified SDP bound, >= the max cut); :meth:`QAOATask.warm_start_summary`
+returns them. The warm mixer trains with every optimizer, ``cvar_alpha`` and ``grow`` (each depth
+uses the same warm start); not with ``noise_model`` (the noisy gate-level QAOA has no warm mixer).
+
 Layer-by-layer growth (``grow=True``): training starts at depth 1 and adds one layer every
 ``steps_per_layer`` optimizer steps until depth ``p``, each new depth warm-started by INTERP
 (Zhou et al. 2020) from every start's angles; the optimizer state is reset at each growth (its
@@ -102,6 +117,7 @@ from torchquantum_layers.optim import make_optimizer, optimizer_class
 from torchquantum_layers.optimization.cvar import check_alpha
 from torchquantum_layers.optimization.noisy import MAX_DENSITY_QUBITS, SIMULATORS as NOISE_SIMULATORS, NoisyQAOA
 from torchquantum_layers.optimization.problems import MAX_EXACT_QUBITS
+from torchquantum_layers.optimization.warm_start import DEFAULT_EPSILON
 
 from .noise_spec import check_noise_optimizer, check_noise_options
 from .qaoa_problems import (_ALIASES, _PROBLEM_ARGS, PADDLE_GRAPH, PROBLEMS, _plain, _plain_graph, build_problem,
@@ -117,6 +133,56 @@ DEFAULT_LRS = {"adam": 0.05, "sgd": 0.05, "qng": 0.1, "spsa": 0.05}
 DIFF_METHODS = ("adjoint", "backprop")
 _DTYPES = {"complex64": torch.complex64, "complex128": torch.complex128,
            "float32": torch.complex64, "float64": torch.complex128}
+
+# the names of the Goemans–Williamson warm start (MaxCut's default for mixer="warm")
+_GW_NAMES = ("goemans_williamson", "gw")
+
+
+def _warm_key(spec: str) -> str:
+    return spec.strip().lower().replace("-", "_").replace(" ", "_").replace("–", "_")
+
+
+def _check_warm_options(mixer, warm_start, epsilon, noise_model):
+    """``(warm_start, epsilon)`` as plain values after the checks that need no problem: the
+    warm-start mixer's options only with it, not with a device noise model, a known string, ε in
+    [0, 0.5] (the length and the values of a list are checked against the problem later)."""
+    what = "QAOATask"
+    if mixer != "warm":
+        if warm_start is not None:
+            raise ValueError(f"{what}: warm_start is the warm start of the warm-start mixer; mixer={mixer!r} does "
+                             f"not use it (set mixer='warm', or leave warm_start=None)")
+        if epsilon is not None:
+            raise ValueError(f"{what}: epsilon regularises the warm start of mixer='warm'; mixer={mixer!r} does "
+                             f"not use it (leave epsilon=None)")
+        return None, None
+    if noise_model is not None:
+        raise ValueError(f"{what}: mixer='warm' with noise_model is not available: the noisy gate-level QAOA "
+                         f"(NoisyQAOA) has the {', '.join(m for m in opt.MIXERS if m != 'warm')} mixers only; use "
+                         f"mixer='x' with noise_model, or mixer='warm' without it")
+    if epsilon is not None:
+        if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or not math.isfinite(epsilon):
+            raise ValueError(f"{what}: epsilon must be a number in [0, 0.5], got {epsilon!r}")
+        if not 0 <= epsilon <= 0.5:
+            raise ValueError(f"{what}: epsilon must be in [0, 0.5] (the warm start is clipped to [ε, 1 - ε]), "
+                             f"got {epsilon}")
+        epsilon = float(epsilon)
+    if isinstance(warm_start, str):
+        if _warm_key(warm_start) in _GW_NAMES:
+            return "goemans_williamson", epsilon
+        bits = warm_start.strip()
+        if not bits or any(ch not in "01" for ch in bits):
+            raise ValueError(f"{what}: unknown warm_start {warm_start!r}; use 'goemans_williamson' (MaxCut), a "
+                             f"bitstring of 0/1 characters (wire 0 first, quoted in YAML: '0110') or a list of "
+                             f"probabilities of bit 1")
+        return bits, epsilon
+    if warm_start is None:
+        return None, epsilon
+    if isinstance(warm_start, (bytes, dict, set, bool)) or type(warm_start).__name__ == "GoemansWilliamsonResult":
+        raise TypeError(f"{what}: warm_start must be 'goemans_williamson', a bitstring or a list of "
+                        f"probabilities of bit 1 (plain values, saved in checkpoints and configs; of a "
+                        f"goemans_williamson() result pass its .bitstring), got {type(warm_start).__name__}")
+    return plain_hparam(warm_start, f"{what}: warm_start"), epsilon
+
 
 def _positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, Integral):
@@ -161,7 +227,8 @@ class QAOATask(SinglePointTask):
         noise: standard deviation of the perturbation of starts 1 … n_starts-1 (ramp / fixed).
         delta: the ramp's step; default ``0.75 / s`` with ``s = 2 max(|h_i|, |J_ij|)`` of the cost's
             Ising form (s = 1 for unit-weight MaxCut).
-        mixer: ``"x"``, ``"xy"`` (one-hot problems: colouring, TSP, portfolio) or ``"swap"`` (TSP).
+        mixer: ``"x"``, ``"xy"`` (one-hot problems: colouring, TSP, portfolio), ``"swap"`` (TSP) or
+            ``"warm"`` (the warm-start mixer, with ``warm_start`` and ``epsilon``; module notes).
         optimizer, lr: ``"adam"`` (default lr 0.05), ``"sgd"`` (lr 0.05), ``"lbfgs"`` (lr 1, one
             strong-Wolfe iteration per step), ``"qng"`` (lr 0.1: the quantum natural gradient,
             every start solved with the Fubini–Study metric of its own state,
@@ -189,6 +256,11 @@ class QAOATask(SinglePointTask):
             readout-mitigated cost observable) or ``"zne+readout"``.
         noise_simulator: with ``noise_model``, ``"density"`` (default, exact, up to 12 qubits) or
             ``"trajectories"`` (``n_trajectories`` sampled state vectors per start, default 64).
+        warm_start: with ``mixer="warm"`` only: ``"goemans_williamson"`` (default on MaxCut; the GW
+            best cut, seeded by ``seed``), a bitstring of n characters 0/1 or a list of n
+            probabilities of bit 1 (other problems need one of these).
+        epsilon: with ``mixer="warm"`` only: the warm start is clipped to ``[ε, 1 - ε]``, ε in
+            [0, 0.5] (default 0.25; 0.5 is the standard QAOA).
     """
 
     def __init__(self, problem: str = "maxcut", graph: Optional[Union[list, str]] = None,
@@ -206,7 +278,8 @@ class QAOATask(SinglePointTask):
                  init_angles: Optional[list] = None, cvar_alpha: Optional[float] = None,
                  noise_model: Optional[dict] = None, mitigation: Optional[str] = None,
                  zne_scale_factors: Optional[list] = None, zne_extrapolation: str = "richardson",
-                 noise_simulator: str = "density", n_trajectories: int = 64):
+                 noise_simulator: str = "density", n_trajectories: int = 64,
+                 warm_start: Optional[Union[str, list]] = None, epsilon: Optional[float] = None):
         super().__init__()
         what = "QAOATask"
         # validate everything cheap before building the problem
@@ -235,6 +308,7 @@ class QAOATask(SinglePointTask):
                              f"got p={p}; use grow=True (INTERP from p = 1) or init='ramp'")
         if mixer not in opt.MIXERS:
             raise ValueError(f"{what}: mixer must be one of {', '.join(opt.MIXERS)}, got {mixer!r}")
+        warm_start, epsilon = _check_warm_options(mixer, warm_start, epsilon, noise_model)
         if diff_method not in DIFF_METHODS:
             raise ValueError(f"{what}: diff_method must be one of {', '.join(DIFF_METHODS)} for QAOA, "
                              f"got {diff_method!r}")
@@ -276,13 +350,12 @@ class QAOATask(SinglePointTask):
         self.max_depth = int(p)
         self.depth = 1 if grow else self.max_depth
         depths = range(1, self.max_depth + 1) if grow else [self.max_depth]
-        try:
-            # one module per depth: the cost diagonal is computed once (cached on the problem)
-            self.qaoas = nn.ModuleDict({str(d): opt.qaoa(self.problem, d, mixer=mixer, diff_method=diff_method,
-                                                         dtype=self.cdtype) for d in depths})
-        except ValueError as err:
-            raise ValueError(f"{what}: {err}") from None
         n = self.problem.n_qubits
+        # the warm start c (plain floats, before the ε clipping) and the Goemans–Williamson summary
+        # it came from (None when given): resolved once here, saved in checkpoints (on_save_checkpoint)
+        self.warm_start, self.gw = (self._resolve_warm_start(problem, warm_start, int(seed))
+                                    if mixer == "warm" else (None, None))
+        self.qaoas = self._build_qaoas()
         self.device_noise = device_noise
         if device_noise is not None:
             if noise_simulator == "density" and n > MAX_DENSITY_QUBITS:
@@ -326,6 +399,7 @@ class QAOATask(SinglePointTask):
         self.register_buffer("best_depth_", torch.tensor(self.depth, dtype=torch.int64))
         self._history: list = []          # best-start cost per step (0-d tensors, no device sync)
         self._seen_step = -1
+        self._warm_logged = False
         # SPSA's closure may only evaluate the costs, which Lightning's automatic closure does not
         self.automatic_optimization = optimizer.lower() != "spsa"
 
@@ -366,6 +440,63 @@ class QAOATask(SinglePointTask):
         if simulator == "density" and n_trajectories != 64:
             raise ValueError(f"{what}: n_trajectories={n_trajectories} applies to noise_simulator='trajectories'; "
                              f"the density simulator is exact (leave n_trajectories at its default)")
+
+    def _resolve_warm_start(self, problem: str, spec, seed: int):
+        """``(c, gw)`` of ``warm_start=`` (already checked for type): c as n plain floats in [0, 1],
+        and for the Goemans–Williamson default a plain summary of the run (else None)."""
+        what = "QAOATask"
+        n = self.problem.n_qubits
+        if spec is None or (isinstance(spec, str) and _warm_key(spec) in _GW_NAMES):
+            if problem != "maxcut":
+                raise ValueError(f"{what}: mixer='warm' on problem {problem!r} needs an explicit warm_start (a "
+                                 f"bitstring of {n} characters 0/1 or a list of {n} probabilities of bit 1); the "
+                                 f"default warm_start='goemans_williamson' is for problem='maxcut'")
+            try:
+                res = opt.goemans_williamson(self.problem, generator=torch.Generator().manual_seed(seed))
+            except ValueError as err:
+                raise ValueError(f"{what}: warm_start='goemans_williamson': {err}") from None
+            gw = {"bitstring": res.bitstring, "cut": float(res.cut), "sdp_value": float(res.sdp_value),
+                  "upper_bound": float(res.upper_bound), "seed": int(seed)}
+            return [float(ch) for ch in res.bitstring], gw
+        if isinstance(spec, str):
+            bits = spec.strip()
+            if len(bits) != n:
+                raise ValueError(f"{what}: warm_start {spec!r} has {len(bits)} characters; a bitstring warm start "
+                                 f"needs one 0/1 per qubit ({n}, wire 0 first)")
+            return [float(ch) for ch in bits], None
+        try:
+            c = torch.as_tensor(spec, dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError):
+            raise ValueError(f"{what}: warm_start must be a flat list of {n} probabilities of bit 1, got "
+                             f"{spec!r}") from None
+        if c.dim() != 1 or c.shape[0] != n:
+            raise ValueError(f"{what}: warm_start must have one value per qubit, shape ({n},), got "
+                             f"{tuple(c.shape)}")
+        if not bool(torch.isfinite(c).all()) or bool(((c < 0) | (c > 1)).any()):
+            raise ValueError(f"{what}: warm_start values are probabilities of bit 1 and must lie in [0, 1], got "
+                             f"{c.tolist()}")
+        return [float(v) for v in c.tolist()], None
+
+    def _build_qaoas(self, device=None) -> nn.ModuleDict:
+        """One QAOA module per trained depth (the cost diagonal is computed once, cached on the
+        problem), with the task's mixer and, for ``mixer="warm"``, its resolved warm start."""
+        hp = self.hparams
+        depths = range(1, self.max_depth + 1) if hp.grow else [self.max_depth]
+        kw = dict(mixer=hp.mixer, diff_method=hp.diff_method, dtype=self.cdtype, device=device)
+        if hp.mixer == "warm":
+            kw.update(warm_start=torch.tensor(self.warm_start, dtype=torch.float64), epsilon=self.epsilon)
+        try:
+            return nn.ModuleDict({str(d): opt.qaoa(self.problem, d, **kw) for d in depths})
+        except ValueError as err:
+            raise ValueError(f"QAOATask: {err}") from None
+
+    @property
+    def epsilon(self) -> Optional[float]:
+        """The regularisation ε of the warm start (``c ← clip(c, ε, 1 - ε)``); None without it."""
+        if self.hparams.mixer != "warm":
+            return None
+        eps = self.hparams.epsilon
+        return float(DEFAULT_EPSILON if eps is None else eps)
 
     def _ramp_delta(self) -> float:
         if self.hparams.delta is not None:
@@ -528,6 +659,13 @@ class QAOATask(SinglePointTask):
             self.log("ideal_expected_cost", ideal, **log)
             if self.exact is not None:
                 self.log("ideal_ratio", self._ratio(ideal), **log)
+        if self.gw is not None:
+            self.log("ratio_to_gw", (prob @ self._objective_vec) / self.gw["cut"], **log)
+        if not self._warm_logged and self.warm_start is not None:
+            # the references of the warm start, once per fit (in the first step's row)
+            self._warm_logged = True
+            for name, value in self.warm_start_summary().items():
+                self.log(name, torch.tensor(value, dtype=torch.float64), **log)
 
     @torch.no_grad()
     def _metric(self, angles: torch.Tensor) -> torch.Tensor:
@@ -551,9 +689,32 @@ class QAOATask(SinglePointTask):
             return opt.MultiStartSPSA([self.angles], lr=lr, seed=int(self.hparams.seed))
         return make_optimizer(self.hparams.optimizer, [self.angles], lr, default_lrs=DEFAULT_LRS)
 
+    @torch.no_grad()
+    def warm_start_summary(self) -> dict:
+        """The references of ``mixer="warm"`` (empty dict without it): ``warm_start_cost``, the
+        expected cost of the warm-start state itself (p = 0: every angle 0), its approximation ratio
+        ``warm_start_ratio`` where the optimum is known, and for the Goemans–Williamson warm start
+        ``gw_cut`` (the best rounded cut, the warm start), ``gw_sdp_value`` and ``gw_upper_bound``
+        (the certified SDP bound, >= the max cut)."""
+        if self.warm_start is None:
+            return {}
+        model = self.qaoas[str(self.depth)]
+        cost = float(model(torch.zeros(1, 2 * model.p, dtype=self.angles.dtype, device=self.angles.device))[0])
+        out = {"warm_start_cost": cost}
+        if self.exact is not None:
+            out["warm_start_ratio"] = float(self._ratio(cost))
+        if self.gw is not None:
+            out.update(gw_cut=self.gw["cut"], gw_sdp_value=self.gw["sdp_value"],
+                       gw_upper_bound=self.gw["upper_bound"])
+        return out
+
     def on_save_checkpoint(self, checkpoint) -> None:
         checkpoint["qaoa_depth"] = int(self.depth)
         checkpoint["qaoa_history"] = [float(v) for v in self._history]
+        if self.warm_start is not None:
+            # the resolved warm start: a resumed or reloaded task uses this one, not a new GW run
+            checkpoint["qaoa_warm_start"] = {"values": list(self.warm_start),
+                                             "gw": None if self.gw is None else dict(self.gw)}
 
     def on_load_checkpoint(self, checkpoint) -> None:
         depth = int(checkpoint.get("qaoa_depth", self.depth))
@@ -562,11 +723,34 @@ class QAOATask(SinglePointTask):
                              f"grow={self.hparams.grow}) does not train")
         self.depth = depth
         self._history = [torch.tensor(v, dtype=torch.float64) for v in checkpoint.get("qaoa_history", [])]
+        saved = checkpoint.get("qaoa_warm_start")
+        if saved is not None and self.warm_start is not None:
+            self._restore_warm_start(saved)
+
+    def _restore_warm_start(self, saved: dict) -> None:
+        """Take the checkpoint's warm start (the one its angles were trained from). A GW default is
+        replaced by the saved cut (GW is not trusted to round the same cut on another machine); an
+        explicit warm start must equal the saved one."""
+        values = [float(v) for v in saved["values"]]
+        if values == self.warm_start:
+            if saved.get("gw") is not None:
+                self.gw = dict(saved["gw"])           # the saved numbers, bit for bit
+            return
+        spec = self.hparams.warm_start
+        if saved.get("gw") is None or not (spec is None or spec == "goemans_williamson"):
+            raise ValueError(f"QAOATask: the checkpoint was trained from warm_start={values}, this task has "
+                             f"warm_start={self.warm_start} (from {spec!r}); resume with the checkpoint's warm start")
+        if len(values) != self.problem.n_qubits:
+            raise ValueError(f"QAOATask: the checkpoint's warm start has {len(values)} values, this problem "
+                             f"{self.problem.n_qubits} qubits")
+        self.warm_start, self.gw = values, dict(saved["gw"])
+        self.qaoas = self._build_qaoas(device=self.angles.device)
 
     def on_train_start(self) -> None:
         # a resumed run starts at the saved step: drop history entries the checkpoint did not reach
         del self._history[self.global_step:]
         self._seen_step = -1
+        self._warm_logged = False
 
     # -- results ----------------------------------------------------------------------------------
     @property
@@ -644,6 +828,9 @@ class QAOATask(SinglePointTask):
         if self.hparams.cvar_alpha is not None:
             with torch.no_grad():
                 out["cvar"] = float(self().min())
+        if self.gw is not None:
+            out["ratio_to_gw"] = out["expected_objective"] / self.gw["cut"]
+        out.update(self.warm_start_summary())
         return out
 
     @property

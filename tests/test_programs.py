@@ -265,7 +265,9 @@ def test_a_tiled_program_acts_on_its_bits_of_a_larger_state(active, checkpoints,
     np.testing.assert_allclose(_np(lam_in), c, atol=10 * atol)
     if dtype == torch.complex128:
         inputs = (psi_t.detach().requires_grad_(), sh.requires_grad_(), ba.requires_grad_())
-        assert torch.autograd.gradcheck(lambda s, a, q: P.run(s, a, q, program), inputs)
+        # the full Jacobian (~1000 real inputs) for one set of bits, random-direction vJps for the others
+        assert torch.autograd.gradcheck(lambda s, a, q: P.run(s, a, q, program), inputs,
+                                        fast_mode=active != (0, 2, 3, 5))
 
 
 def test_wide_registers_run_as_passes_of_tiled_programs(monkeypatch):

@@ -85,16 +85,19 @@ Warm start (``mixer="warm"``, Egger, Mareček & Woerner 2021, :mod:`torchquantum
 the QAOA starts from the product state in which bit i is 1 with probability ``clip(c_i, ε, 1 - ε)``
 (``epsilon=``, default 0.25) and mixes with ``exp(-iβ (sin θ_i X + cos θ_i Z))`` per wire, ``θ_i =
 2 arcsin √c_i``. ``warm_start=`` is plain data: ``"goemans_williamson"`` (the default on MaxCut: the
-best rounded cut of :func:`~torchquantum_layers.optimization.goemans_williamson`, seeded by ``seed``),
-a bitstring ``"0110"`` (wire 0 first; quote it in YAML) or a list of n probabilities of bit 1; other
-problems need an explicit one. The resolved warm start is :attr:`QAOATask.warm_start` (n floats) and
+best rounded cut of :func:`~torchquantum_layers.optimization.goemans_williamson`, seeded by ``seed``;
+on every other problem the best rounded bitstring of :func:`~torchquantum_layers.optimization.ising_sdp`,
+the same SDP on the problem's Ising form, penalties included), a bitstring ``"0110"`` (wire 0 first;
+quote it in YAML) or a list of n probabilities of bit 1. The resolved warm start is :attr:`QAOATask.warm_start` (n floats) and
 is saved in every checkpoint, so a resumed or reloaded task uses the same cut without rerunning
 GW. Logged next to the ratios: ``ratio_to_gw`` (``⟨cut⟩ / gw_cut`` of the best start, every step,
 with the GW warm start), and in the first step's row of each fit the references ``warm_start_cost``
 / ``warm_start_ratio`` (the warm-start state itself, p = 0) and ``gw_cut``, ``gw_sdp_value``,
-``gw_upper_bound`` (the certified SDP bound, >= the max cut); :meth:`QAOATask.warm_start_summary`
+``gw_upper_bound`` (the certified SDP bound, >= the max cut) — on other problems ``sdp_cost``,
+``sdp_value``, ``sdp_lower_bound`` (certified, <= the minimum cost); :meth:`QAOATask.warm_start_summary`
 returns them. The warm mixer trains with every optimizer, ``cvar_alpha`` and ``grow`` (each depth
-uses the same warm start); not with ``noise_model`` (the noisy gate-level QAOA has no warm mixer).
+uses the same warm start) and with ``noise_model`` (NoisyQAOA's gate-level warm circuit: RY preparation,
+``RY(-θ_i) RZ(2β) RY(θ_i)`` mixer, all noisy and folded by ZNE).
 
 Layer-by-layer growth (``grow=True``): training starts at depth 1 and adds one layer every
 ``steps_per_layer`` optimizer steps until depth ``p``, each new depth warm-started by INTERP
@@ -134,7 +137,7 @@ DIFF_METHODS = ("adjoint", "backprop")
 _DTYPES = {"complex64": torch.complex64, "complex128": torch.complex128,
            "float32": torch.complex64, "float64": torch.complex128}
 
-# the names of the Goemans–Williamson warm start (MaxCut's default for mixer="warm")
+# the names of the Goemans–Williamson warm start (the default of mixer="warm": GW on MaxCut, ising_sdp otherwise)
 _GW_NAMES = ("goemans_williamson", "gw")
 
 
@@ -155,10 +158,6 @@ def _check_warm_options(mixer, warm_start, epsilon, noise_model):
             raise ValueError(f"{what}: epsilon regularises the warm start of mixer='warm'; mixer={mixer!r} does "
                              f"not use it (leave epsilon=None)")
         return None, None
-    if noise_model is not None:
-        raise ValueError(f"{what}: mixer='warm' with noise_model is not available: the noisy gate-level QAOA "
-                         f"(NoisyQAOA) has the {', '.join(m for m in opt.MIXERS if m != 'warm')} mixers only; use "
-                         f"mixer='x' with noise_model, or mixer='warm' without it")
     if epsilon is not None:
         if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or not math.isfinite(epsilon):
             raise ValueError(f"{what}: epsilon must be a number in [0, 0.5], got {epsilon!r}")
@@ -171,13 +170,14 @@ def _check_warm_options(mixer, warm_start, epsilon, noise_model):
             return "goemans_williamson", epsilon
         bits = warm_start.strip()
         if not bits or any(ch not in "01" for ch in bits):
-            raise ValueError(f"{what}: unknown warm_start {warm_start!r}; use 'goemans_williamson' (MaxCut), a "
+            raise ValueError(f"{what}: unknown warm_start {warm_start!r}; use 'goemans_williamson' (any problem), a "
                              f"bitstring of 0/1 characters (wire 0 first, quoted in YAML: '0110') or a list of "
                              f"probabilities of bit 1")
         return bits, epsilon
     if warm_start is None:
         return None, epsilon
-    if isinstance(warm_start, (bytes, dict, set, bool)) or type(warm_start).__name__ == "GoemansWilliamsonResult":
+    if isinstance(warm_start, (bytes, dict, set, bool)) or type(warm_start).__name__ in ("GoemansWilliamsonResult",
+                                                                                       "IsingSDPResult"):
         raise TypeError(f"{what}: warm_start must be 'goemans_williamson', a bitstring or a list of "
                         f"probabilities of bit 1 (plain values, saved in checkpoints and configs; of a "
                         f"goemans_williamson() result pass its .bitstring), got {type(warm_start).__name__}")
@@ -256,9 +256,9 @@ class QAOATask(SinglePointTask):
             readout-mitigated cost observable) or ``"zne+readout"``.
         noise_simulator: with ``noise_model``, ``"density"`` (default, exact, up to 12 qubits) or
             ``"trajectories"`` (``n_trajectories`` sampled state vectors per start, default 64).
-        warm_start: with ``mixer="warm"`` only: ``"goemans_williamson"`` (default on MaxCut; the GW
-            best cut, seeded by ``seed``), a bitstring of n characters 0/1 or a list of n
-            probabilities of bit 1 (other problems need one of these).
+        warm_start: with ``mixer="warm"`` only: ``"goemans_williamson"`` (default: on MaxCut the GW
+            best cut, on other problems the best rounded bitstring of ``opt.ising_sdp``, seeded by
+            ``seed``), a bitstring of n characters 0/1 or a list of n probabilities of bit 1.
         epsilon: with ``mixer="warm"`` only: the warm start is clipped to ``[ε, 1 - ε]``, ε in
             [0, 0.5] (default 0.25; 0.5 is the standard QAOA).
     """
@@ -364,15 +364,9 @@ class QAOATask(SinglePointTask):
                                  f"larger problems use noise_simulator='trajectories' (state vectors of 2**{n} "
                                  f"entries per trajectory, an unbiased estimate)")
             zne = dict(zne_scale_factors=zne_scale_factors) if zne_scale_factors is not None else {}
-            # one module per depth, as the noiseless ones (each holds its gate-level circuit)
-            try:
-                self.noisy = nn.ModuleDict({str(d): NoisyQAOA(self.problem, d, device_noise, mitigation=mitigation,
-                                                              extrapolation=zne_extrapolation, dtype=self.cdtype,
-                                                              mixer=mixer, simulator=noise_simulator,
-                                                              n_trajectories=n_trajectories, **zne)
-                                            for d in depths})
-            except ValueError as err:
-                raise ValueError(f"{what}: {err}") from None
+            self._noisy_kw = dict(mitigation=mitigation, extrapolation=zne_extrapolation, dtype=self.cdtype,
+                                  mixer=mixer, simulator=noise_simulator, n_trajectories=n_trajectories, **zne)
+            self.noisy = self._build_noisy()
         self.exact = opt.exact_solution(self.problem) if n <= MAX_EXACT_QUBITS else None
         N = 2 ** n
         # per-basis-state vectors for the logged quantities; not persistent (2^n entries do not
@@ -447,16 +441,17 @@ class QAOATask(SinglePointTask):
         what = "QAOATask"
         n = self.problem.n_qubits
         if spec is None or (isinstance(spec, str) and _warm_key(spec) in _GW_NAMES):
-            if problem != "maxcut":
-                raise ValueError(f"{what}: mixer='warm' on problem {problem!r} needs an explicit warm_start (a "
-                                 f"bitstring of {n} characters 0/1 or a list of {n} probabilities of bit 1); the "
-                                 f"default warm_start='goemans_williamson' is for problem='maxcut'")
+            # MaxCut: goemans_williamson (cut units); any other problem: ising_sdp (cost units)
             try:
-                res = opt.goemans_williamson(self.problem, generator=torch.Generator().manual_seed(seed))
+                res = opt.default_warm_start(self.problem, generator=torch.Generator().manual_seed(seed))
             except ValueError as err:
                 raise ValueError(f"{what}: warm_start='goemans_williamson': {err}") from None
-            gw = {"bitstring": res.bitstring, "cut": float(res.cut), "sdp_value": float(res.sdp_value),
-                  "upper_bound": float(res.upper_bound), "seed": int(seed)}
+            if isinstance(res, opt.GoemansWilliamsonResult):
+                gw = {"bitstring": res.bitstring, "cut": float(res.cut), "sdp_value": float(res.sdp_value),
+                      "upper_bound": float(res.upper_bound), "seed": int(seed)}
+            else:
+                gw = {"kind": "ising_sdp", "bitstring": res.bitstring, "cost": float(res.cost),
+                      "sdp_value": float(res.sdp_value), "lower_bound": float(res.lower_bound), "seed": int(seed)}
             return [float(ch) for ch in res.bitstring], gw
         if isinstance(spec, str):
             bits = spec.strip()
@@ -489,6 +484,19 @@ class QAOATask(SinglePointTask):
             return nn.ModuleDict({str(d): opt.qaoa(self.problem, d, **kw) for d in depths})
         except ValueError as err:
             raise ValueError(f"QAOATask: {err}") from None
+
+    def _build_noisy(self, device=None) -> nn.ModuleDict:
+        """One NoisyQAOA per trained depth, as the noiseless ones (each holds its gate-level circuit),
+        with the resolved warm start for ``mixer="warm"``."""
+        depths = range(1, self.max_depth + 1) if self.hparams.grow else [self.max_depth]
+        kw = dict(self._noisy_kw)
+        if self.hparams.mixer == "warm":
+            kw.update(warm_start=torch.tensor(self.warm_start, dtype=torch.float64), epsilon=self.epsilon)
+        try:
+            mods = nn.ModuleDict({str(d): NoisyQAOA(self.problem, d, self.device_noise, **kw) for d in depths})
+        except ValueError as err:
+            raise ValueError(f"QAOATask: {err}") from None
+        return mods if device is None else mods.to(device)
 
     @property
     def epsilon(self) -> Optional[float]:
@@ -659,7 +667,7 @@ class QAOATask(SinglePointTask):
             self.log("ideal_expected_cost", ideal, **log)
             if self.exact is not None:
                 self.log("ideal_ratio", self._ratio(ideal), **log)
-        if self.gw is not None:
+        if self.gw is not None and "cut" in self.gw:
             self.log("ratio_to_gw", (prob @ self._objective_vec) / self.gw["cut"], **log)
         if not self._warm_logged and self.warm_start is not None:
             # the references of the warm start, once per fit (in the first step's row)
@@ -695,7 +703,10 @@ class QAOATask(SinglePointTask):
         expected cost of the warm-start state itself (p = 0: every angle 0), its approximation ratio
         ``warm_start_ratio`` where the optimum is known, and for the Goemans–Williamson warm start
         ``gw_cut`` (the best rounded cut, the warm start), ``gw_sdp_value`` and ``gw_upper_bound``
-        (the certified SDP bound, >= the max cut)."""
+        (the certified SDP bound, >= the max cut) on MaxCut; on other problems, from
+        :func:`~torchquantum_layers.optimization.ising_sdp`, ``sdp_cost`` (the cost of the best
+        rounded bitstring, the warm start), ``sdp_value`` and ``sdp_lower_bound`` (certified, <= the
+        minimum cost)."""
         if self.warm_start is None:
             return {}
         model = self.qaoas[str(self.depth)]
@@ -703,9 +714,12 @@ class QAOATask(SinglePointTask):
         out = {"warm_start_cost": cost}
         if self.exact is not None:
             out["warm_start_ratio"] = float(self._ratio(cost))
-        if self.gw is not None:
+        if self.gw is not None and "cut" in self.gw:
             out.update(gw_cut=self.gw["cut"], gw_sdp_value=self.gw["sdp_value"],
                        gw_upper_bound=self.gw["upper_bound"])
+        elif self.gw is not None:
+            out.update(sdp_cost=self.gw["cost"], sdp_value=self.gw["sdp_value"],
+                       sdp_lower_bound=self.gw["lower_bound"])
         return out
 
     def on_save_checkpoint(self, checkpoint) -> None:
@@ -745,6 +759,8 @@ class QAOATask(SinglePointTask):
                              f"{self.problem.n_qubits} qubits")
         self.warm_start, self.gw = values, dict(saved["gw"])
         self.qaoas = self._build_qaoas(device=self.angles.device)
+        if self.device_noise is not None:
+            self.noisy = self._build_noisy(device=self.angles.device)
 
     def on_train_start(self) -> None:
         # a resumed run starts at the saved step: drop history entries the checkpoint did not reach
@@ -828,7 +844,7 @@ class QAOATask(SinglePointTask):
         if self.hparams.cvar_alpha is not None:
             with torch.no_grad():
                 out["cvar"] = float(self().min())
-        if self.gw is not None:
+        if self.gw is not None and "cut" in self.gw:
             out["ratio_to_gw"] = out["expected_objective"] / self.gw["cut"]
         out.update(self.warm_start_summary())
         return out

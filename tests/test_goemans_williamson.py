@@ -169,3 +169,165 @@ def test_invalid_input_is_refused():
     for fn, err, msg in cases:
         with pytest.raises(err, match=msg):
             fn()
+
+
+# ------------------------------------------------------------------------------------------------
+# MaxCut results are those of the implementation before ising_sdp shared its solver (saved outputs)
+@pytest.mark.parametrize("graph, seed, sdp, upper, strings, mean, expected", [
+    (opt.cycle_graph(5), 0, 4.522542485937369, 4.522542485958997,
+     ['11010', '10100', '10110', '10010', '01101', '01010', '00101', '01011', '10101', '01001'], 4.0, 4.0),
+    (opt.random_regular_graph(3, 12, seed=2), 5, 16.49285945771046, 16.492859458195003,
+     ['010101001011', '101010110100', '000101011011', '111010100100'], 15.2998046875, 15.287616117175764),
+    (opt.random_regular_graph(3, 10, seed=1), 0, 13.101475511960402, 13.10147551200545,
+     ['1110110000', '0001001111'], 12.169921875, 12.193960843865007),
+], ids=["C5", "3reg12", "3reg10"])
+def test_maxcut_results_are_unchanged(graph, seed, sdp, upper, strings, mean, expected):
+    r = opt.goemans_williamson(graph, generator=seeded(seed))
+    assert r.sdp_value == pytest.approx(sdp, abs=1e-12) and r.upper_bound == pytest.approx(upper, abs=1e-12)
+    assert r.bitstrings == strings
+    assert r.mean_cut == pytest.approx(mean, abs=1e-12) and r.expected_cut == pytest.approx(expected, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------------------
+# ising_sdp: the same SDP on any problem's Ising form, in cost units
+def rounded_costs_ok(problem, r):
+    """bound <= SDP <= min cost <= every rounded cost; costs recomputed from the bitstrings."""
+    best = opt.exact_solution(problem).cost
+    scale = max(1.0, float(problem.diagonal.abs().max()))
+    assert r.lower_bound <= r.sdp_value <= best + 1e-9 * scale
+    assert 0 <= r.gap <= 1e-6 * scale and r.converged
+    assert r.cost >= best - 1e-9 * scale and r.optimality_gap >= r.cost - best - 1e-12
+    assert r.cost == pytest.approx(float(problem.cost(r.bitstring)), abs=1e-12)
+    for s in r.bitstrings:
+        assert float(problem.cost(s)) == pytest.approx(r.cost, abs=1e-9 * scale)
+    assert float(r.costs.min()) == pytest.approx(r.cost) and bool((r.costs >= best - 1e-9 * scale).all())
+    assert r.bits.tolist() == [int(b) for b in r.bitstring]
+    # unit vectors: row 0 the reference, and the value is the SDP objective recomputed from them
+    n = problem.n_qubits
+    V = r.vectors
+    assert V.shape == (n + 1, r.rank)
+    torch.testing.assert_close(V.norm(dim=1), torch.ones(n + 1, dtype=torch.float64), atol=1e-12, rtol=0)
+    h, J, c = problem.ising()
+    G = V @ V.T
+    value = c + float(h @ G[0, 1:]) + float((torch.triu(J, 1) * G[1:, 1:]).sum())
+    assert r.sdp_value == pytest.approx(value, abs=1e-10 * scale)
+    # the exact expectation over hyperplanes against the sample mean
+    assert r.mean_cost == pytest.approx(r.expected_cost, abs=0.06 * scale)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_ising_sdp_random_qubos_against_brute_force(seed):
+    n = 4 + seed
+    g = seeded(100 + seed)
+    Q = torch.triu(torch.randn(n, n, generator=g, dtype=torch.float64))
+    problem = opt.from_qubo(Q, offset=0.5)
+    r = opt.ising_sdp(problem, rounds=2000, generator=seeded(seed))
+    rounded_costs_ok(problem, r)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ising_sdp_ising_with_fields_against_brute_force(seed):
+    n = 6 + seed
+    g = seeded(200 + seed)
+    h = torch.randn(n, generator=g, dtype=torch.float64)
+    J = torch.triu(torch.randn(n, n, generator=g, dtype=torch.float64), 1) * (torch.rand(n, n, generator=g) < 0.6)
+    problem = opt.from_ising(h, J, offset=-1.0)
+    r = opt.ising_sdp(problem, rounds=2000, generator=seeded(seed))
+    best = rounded_costs_ok(problem, r)
+    # brute force over spins, independently of the problem's diagonal
+    import itertools
+    energies = [float(h @ torch.tensor(z, dtype=torch.float64)) + float(torch.tensor(z, dtype=torch.float64) @ J
+                @ torch.tensor(z, dtype=torch.float64)) - 1.0 for z in itertools.product([1, -1], repeat=n)]
+    assert best == pytest.approx(min(energies), abs=1e-10)
+    assert r.lower_bound <= min(energies) + 1e-9
+
+
+def test_ising_sdp_independent_set_and_number_partitioning():
+    mis = opt.max_independent_set(opt.random_regular_graph(3, 8, seed=4))
+    r = opt.ising_sdp(mis, generator=seeded(1))
+    rounded_costs_ok(mis, r)
+    assert r.feasible == bool(mis.is_feasible(r.bitstring)) and r.objective == float(mis.objective(r.bitstring))
+    npp = opt.number_partitioning([3, 1, 4, 1, 5, 9, 2, 6])
+    r = opt.ising_sdp(npp, generator=seeded(2))
+    rounded_costs_ok(npp, r)
+
+
+def test_ising_sdp_of_fields_only_is_tight():
+    # C = c + Σ h_i z_i: the SDP is c - Σ|h_i| exactly (v_i = -sign(h_i) v_0), and every hyperplane rounds
+    # to the optimum, bit i = 1 (z_i = -1) exactly where h_i > 0
+    h = torch.tensor([1.5, -0.5, 2.0, -3.0, 0.25], dtype=torch.float64)
+    problem = opt.from_ising(h, torch.zeros(5, 5), offset=2.0)
+    r = opt.ising_sdp(problem, generator=seeded(0))
+    want = 2.0 - float(h.abs().sum())
+    assert r.sdp_value == pytest.approx(want, abs=1e-9) and r.lower_bound == pytest.approx(want, abs=1e-7)
+    assert r.lower_bound <= r.sdp_value
+    assert r.bitstring == "10101" and r.bitstrings == ["10101"] and r.cost == pytest.approx(want, abs=1e-12)
+    assert bool((r.costs == r.cost).all()) and r.expected_cost == pytest.approx(want, abs=1e-6)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["antiferromagnetic", "ferromagnetic"])
+def test_ising_sdp_of_a_chain_is_tight(sign):
+    # a chain has no frustration: SDP = min = c - Σ|J| and every hyperplane gives a ground state
+    n = 7
+    J = torch.zeros(n, n, dtype=torch.float64)
+    w = torch.tensor([1.0, 0.5, 2.0, 1.5, 0.75, 1.25], dtype=torch.float64)
+    for i in range(n - 1):
+        J[i, i + 1] = sign * w[i]
+    problem = opt.from_ising(torch.zeros(n), J, offset=0.5)
+    r = opt.ising_sdp(problem, generator=seeded(3))
+    want = 0.5 - float(w.sum())
+    assert opt.exact_solution(problem).cost == pytest.approx(want, abs=1e-12)
+    assert r.sdp_value == pytest.approx(want, abs=1e-9) and r.lower_bound == pytest.approx(want, abs=1e-7)
+    assert r.cost == pytest.approx(want, abs=1e-12) and bool((r.costs - want).abs().max() < 1e-9)
+    z = [1 - 2 * int(b) for b in r.bitstring]
+    assert all(z[i] * z[i + 1] == -sign for i in range(n - 1))
+
+
+def test_ising_sdp_of_maxcut_is_minus_the_goemans_williamson_sdp():
+    for graph in (opt.cycle_graph(5), opt.random_regular_graph(3, 10, seed=1), opt.complete_graph(6)):
+        problem = opt.maxcut(graph)
+        gw = opt.goemans_williamson(problem, generator=seeded(0))
+        r = opt.ising_sdp(problem, generator=seeded(0))
+        assert r.sdp_value == pytest.approx(-gw.sdp_value, abs=1e-8)
+        assert r.lower_bound == pytest.approx(-gw.upper_bound, abs=1e-6) and r.lower_bound <= -opt.exact_solution(
+            problem).objective + 1e-9
+        assert -r.cost <= opt.exact_solution(problem).objective + 1e-12
+        assert float(problem.objective(r.bitstring)) == pytest.approx(-r.cost, abs=1e-12)
+
+
+def test_ising_sdp_certificate_holds_when_the_solver_stops_early():
+    g = seeded(9)
+    problem = opt.from_ising(torch.randn(8, generator=g, dtype=torch.float64),
+                             torch.triu(torch.randn(8, 8, generator=g, dtype=torch.float64), 1))
+    best = opt.exact_solution(problem).cost
+    full = opt.ising_sdp(problem, generator=seeded(0))
+    early = opt.ising_sdp(problem, restarts=1, max_iter=1, generator=seeded(0))
+    assert not early.converged and early.iterations == 1
+    assert early.lower_bound <= full.lower_bound + 1e-9 and early.lower_bound <= best
+    assert early.sdp_value > full.sdp_value + 1e-6                   # not at the optimum, yet a valid bound
+    # a fixed seed repeats
+    again = opt.ising_sdp(problem, generator=seeded(0))
+    assert again.bitstrings == full.bitstrings and torch.equal(again.vectors, full.vectors)
+    assert "IsingSDPResult(problem='ising'" in repr(full) or "IsingSDPResult(problem=" in repr(full)
+
+
+def test_ising_sdp_constant_cost_and_refusals():
+    const = opt.from_qubo(torch.zeros(3, 3), offset=1.5)
+    r = opt.ising_sdp(const, rounds=8, generator=seeded(0))
+    assert r.sdp_value == r.lower_bound == r.cost == 1.5 and r.costs.shape == (8,)
+    one = opt.ising_sdp(opt.from_ising([1.0], [[0.0]]), rounds=1, generator=seeded(0))
+    assert one.bitstring == "1" and one.cost == pytest.approx(-1.0) and one.costs.shape == (1,)
+    tri = opt.from_qubo(torch.triu(torch.ones(3, 3)))
+    cases = [
+        (lambda: opt.ising_sdp([(0, 1), (1, 2)]), TypeError, "expected a Problem"),
+        (lambda: opt.ising_sdp(tri, rank=1), ValueError, "rank must be >= 2"),
+        (lambda: opt.ising_sdp(tri, rounds=0), ValueError, "rounds must be >= 1"),
+        (lambda: opt.ising_sdp(tri, restarts=0), ValueError, "restarts must be >= 1"),
+        (lambda: opt.ising_sdp(tri, tol=-1.0), ValueError, "tol must be a positive"),
+        (lambda: opt.ising_sdp(tri, generator=1), TypeError, "generator must be a torch.Generator"),
+        (lambda: opt.goemans_williamson(tri), ValueError, r"solves MaxCut.*ising_sdp"),
+    ]
+    for fn, err, msg in cases:
+        with pytest.raises(err, match=msg):
+            fn()

@@ -488,3 +488,138 @@ def test_noisy_qaoa_mixer_bad_inputs():
         gate_level_qaoa("tsp", 1, "xy")
     with pytest.raises(ValueError, match="gate_level_qaoa: mixer must be one of"):
         gate_level_qaoa(colour, 1, "ring")
+
+
+# ------------------------------------------------------------------------------------------------
+# the warm-start mixer (Egger et al.) at gate level: RY(θ) from |0…0⟩, per layer cost, RY(-θ) RZ(2β) RY(θ)
+WARM_H = [0.4, -0.7, 0.0, 0.3]
+WARM_J = [[0, 0.8, 0, -0.5], [0, 0, 0.6, 0], [0, 0, 0, 1.1], [0, 0, 0, 0]]
+
+
+def ry_mat(t):
+    return np.array([[math.cos(t / 2), -math.sin(t / 2)], [math.sin(t / 2), math.cos(t / 2)]], dtype=complex)
+
+
+def rz_mat(t):
+    return np.diag([np.exp(-0.5j * t), np.exp(0.5j * t)])
+
+
+def warm_oracle_ops(costs, n, angles, c):
+    """[(name, wires, U)] of the gate-level warm QAOA from |0…0⟩, c already clipped."""
+    h, J = walsh_ising(costs)
+    z = 1 - 2 * all_bits(n)
+    theta = 2 * np.arcsin(np.sqrt(c))
+    ops = [("RY", (i,), embed(ry_mat(theta[i]), (i,), n)) for i in range(n)]
+    p = len(angles) // 2
+    for g, b in zip(angles[:p], angles[p:]):
+        ops.append(("RZ", (), np.diag(np.exp(-1j * g * (z @ h)))))
+        for i in range(n):
+            for j in range(i + 1, n):
+                if J[i, j]:
+                    ops.append(("RZZ", (i, j), np.diag(np.exp(-1j * g * J[i, j] * z[:, i] * z[:, j]))))
+        for i in range(n):
+            ops.append(("RY", (i,), embed(ry_mat(-theta[i]), (i,), n)))
+            ops.append(("RZ", (i,), embed(rz_mat(2 * b), (i,), n)))
+            ops.append(("RY", (i,), embed(ry_mat(theta[i]), (i,), n)))
+    return ops
+
+
+def warm_case():
+    pr = opt.from_ising(WARM_H, WARM_J, offset=0.5)
+    costs = pr.diagonal.numpy()
+    start = np.zeros(16, dtype=bool)
+    start[0] = True                                      # dense_rho's start: |0000⟩
+    return pr, costs, start
+
+
+def test_warm_density_matches_the_dense_kraus_oracle(dtype):
+    pr, costs, start = warm_case()
+    c = np.clip([1.0, 0.0, 0.0, 1.0], 0.2, 0.8)
+    nm = noise_spec_model([(mixed.depolarizing(0.03), ["RZZ"]), (mixed.depolarizing(0.02), ["RY"])])
+    noise = {"RZZ": [depolarizing_kraus(0.03)], "RY": [depolarizing_kraus(0.02)]}
+    x = angles_for(2, 2, 11, dtype)
+    model = NoisyQAOA(pr, 2, nm, mixer="warm", warm_start="1001", epsilon=0.2, dtype=dtype)
+    assert model.preparation == "gates" and model.epsilon == 0.2
+    torch.testing.assert_close(model.warm_start, torch.tensor([c], dtype=torch.float64))
+    got = model(x)
+    for s in range(2):
+        ops = warm_oracle_ops(costs, 4, x[s].double().tolist(), c)
+        want = float(np.real(np.diag(dense_rho(ops, start, 4, noise))) @ costs)
+        assert float(got[s]) == pytest.approx(want, abs=TOL[dtype] * max(1, abs(want)))
+        assert abs(want - float(np.real(np.diag(dense_rho(ops, start, 4, {}))) @ costs)) > 1e-3   # noise is on
+    # ZNE (global folding, Richardson) and readout mitigation against the same oracle
+    x1 = angles_for(1, 2, 12, dtype)
+    nm_ro = noise_spec_model([(mixed.depolarizing(0.02), ["RZZ", "RY"])])
+    nm_ro.add_readout_error(0.03, 0.05)
+    noise = {g: [depolarizing_kraus(0.02)] for g in ("RZZ", "RY")}
+    zne = NoisyQAOA(pr, 1, nm_ro, mixer="warm", warm_start="1001", epsilon=0.2, mitigation="zne", dtype=dtype)(x1)
+    ro = NoisyQAOA(pr, 1, nm_ro, mixer="warm", warm_start="1001", epsilon=0.2, mitigation="readout", dtype=dtype)
+    prob = ro.probabilities(x1)
+    mitigated = ro(x1)
+    for s in range(2):
+        ops = warm_oracle_ops(costs, 4, x1[s].double().tolist(), c)
+        pre = float(np.real(np.diag(dense_rho(ops, start, 4, noise))) @ costs)
+        read = confusion(4, 0.03, 0.05) @ np.real(np.diag(dense_rho(ops, start, 4, noise)))
+        # readout mitigation gives the pre-readout Tr(ρ C); ZNE extrapolates the read-out folded values
+        assert float(mitigated[s]) == pytest.approx(pre, abs=TOL[dtype] * 10)
+        np.testing.assert_allclose(prob[s].double().numpy(), read, atol=TOL[dtype])
+        zread = [float((confusion(4, 0.03, 0.05) @ np.real(np.diag(dense_rho(global_fold(ops, k), start, 4, noise))))
+                       @ costs) for k in (0, 1, 2)]
+        zwant = float(np.polyval(np.polyfit([1, 3, 5], zread, 2), 0))
+        assert float(zne[s]) == pytest.approx(zwant, abs=TOL[dtype] * 10 * max(1, abs(zwant)))
+
+
+def test_warm_zero_noise_equals_the_exact_warm_qaoa(dtype):
+    pr, costs, start = warm_case()
+    gw = opt.ising_sdp(pr, generator=torch.Generator().manual_seed(0))
+    x = angles_for(2, 3, 13, dtype)
+    nm = tql.NoiseModel().add(mixed.depolarizing(0.0))
+    exact = opt.qaoa(pr, 2, mixer="warm", warm_start=gw, epsilon=0.25, dtype=dtype)(x)
+    c = np.clip([float(b) for b in gw.bitstring], 0.25, 0.75)
+    for sim in ("density", "trajectories"):
+        got = NoisyQAOA(pr, 2, nm, mixer="warm", warm_start=gw, dtype=dtype, simulator=sim, n_trajectories=2)(x)
+        torch.testing.assert_close(got, exact, atol=TOL[dtype] * 10, rtol=0)
+    for s in range(3):
+        ops = warm_oracle_ops(costs, 4, x[s].double().tolist(), c)
+        want = float(np.real(np.diag(dense_rho(ops, start, 4, {}))) @ costs)
+        assert float(exact[s]) == pytest.approx(want, abs=TOL[dtype] * 10)
+    # the functional form takes the warm start too
+    torch.testing.assert_close(noisy_expected_cost(pr, x, noise_model=nm, mixer="warm", warm_start=gw.bitstring,
+                                                   dtype=dtype), exact, atol=TOL[dtype] * 10, rtol=0)
+
+
+def test_warm_trajectories_estimate_the_density():
+    pr, costs, start = warm_case()
+    nm = noise_spec_model([(mixed.depolarizing(0.05), ["RZZ", "RY"])])
+    x = angles_for(1, 2, 14, torch.complex128)
+    dens = NoisyQAOA(pr, 1, nm, mixer="warm", warm_start=[0.9, 0.1, 0.3, 0.6], dtype=torch.complex128)(x)
+    traj = NoisyQAOA(pr, 1, nm, mixer="warm", warm_start=[0.9, 0.1, 0.3, 0.6], dtype=torch.complex128,
+                     simulator="trajectories", n_trajectories=400)(x, torch.Generator().manual_seed(0))
+    torch.testing.assert_close(traj, dens, atol=0.08, rtol=0)
+
+
+def test_task_trains_the_warm_mixer_with_noise():
+    spec = {"channels": [{"channel": "depolarizing", "p": 0.02, "gates": ["RZZ", "RY"]}]}
+    task = QAOATask(problem="maxcut", graph="cycle:4", p=1, n_starts=2, mixer="warm", seed=0, dtype="complex128",
+                    diff_method="backprop", noise_model=spec, lr=0.1)
+    noisy = task.noisy["1"]
+    assert noisy.mixer == "warm" and noisy.warm_start.tolist() == [[min(max(v, 0.25), 0.75) for v in task.warm_start]]
+    trainer(5).fit(task)
+    ev = task.evaluation()
+    assert "gw_cut" in ev and math.isfinite(ev["ideal_expected_cost"])
+    # the noisy warm model reports a different (noisier) cost than the ideal warm QAOA of the same angles
+    row = task.current_angles()[:1].detach()
+    assert abs(float(noisy(row)[0]) - float(task.qaoas["1"](row)[0])) > 1e-4
+
+
+def test_noisy_warm_mixer_bad_inputs():
+    nm = tql.NoiseModel().add(mixed.depolarizing(0.01))
+    pr = opt.maxcut([(0, 1), (1, 2)])
+    with pytest.raises(ValueError, match="mixer='warm' needs warm_start="):
+        NoisyQAOA(pr, 1, nm, mixer="warm")
+    with pytest.raises(ValueError, match="warm_start and epsilon belong to mixer='warm'"):
+        NoisyQAOA(pr, 1, nm, warm_start="010")
+    with pytest.raises(ValueError, match="3 characters 0/1"):
+        NoisyQAOA(pr, 1, nm, mixer="warm", warm_start="01")
+    with pytest.raises(ValueError, match=r"epsilon must be in \[0, 0.5\]"):
+        NoisyQAOA(pr, 1, nm, mixer="warm", warm_start="010", epsilon=0.7)

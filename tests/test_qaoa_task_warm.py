@@ -149,6 +149,41 @@ def test_training_improves_on_the_warm_start_and_logs_the_gw_references(tmp_path
     assert ev["gw_cut"] == res.cut and ev["ratio_to_gw"] == pytest.approx(ev["expected_objective"] / res.cut)
 
 
+def test_other_problems_default_to_the_ising_sdp_warm_start(tmp_path):
+    # independent set (penalties in the Ising form) and number partitioning: ising_sdp's best rounded
+    # bitstring of the seed, the SDP references in the summary, the first logged row and evaluation()
+    for kw in (dict(problem="mis", graph="cycle:5"), dict(problem="number_partitioning", numbers=[3, 1, 4, 2, 2])):
+        for seed in (0, 2):
+            task = QAOATask(p=1, n_starts=2, mixer="warm", seed=seed, dtype="complex128", **kw)
+            res = opt.ising_sdp(task.problem, generator=torch.Generator().manual_seed(seed))
+            assert task.warm_start == [float(ch) for ch in res.bitstring]
+            assert task.gw["kind"] == "ising_sdp" and task.gw["cost"] == res.cost
+            summary = task.warm_start_summary()
+            assert "gw_cut" not in summary
+            assert summary["sdp_cost"] == res.cost and summary["sdp_value"] == res.sdp_value
+            costs = task.problem.diagonal.numpy()
+            assert summary["sdp_lower_bound"] <= costs.min() + 1e-9 <= summary["sdp_cost"] + 1e-9
+            assert summary["sdp_cost"] == pytest.approx(costs[int(res.bitstring, 2)], abs=1e-12)  # brute force
+            angles = task.current_angles().detach().numpy()
+            want = [dense_warm_qaoa_probabilities(costs, task.warm_start, 0.25, a) @ costs for a in angles]
+            assert task.expected_costs().numpy() == pytest.approx(want, abs=1e-10)
+        # the spelled-out default is the same
+        named = QAOATask(p=1, n_starts=2, mixer="warm", warm_start="gw", seed=2, **kw)
+        assert named.warm_start == task.warm_start
+    trainer(3, logger=CSVLogger(tmp_path, name="m")).fit(task)
+    rows = list(csv.DictReader(open(tmp_path / "m" / "version_0" / "metrics.csv")))
+    assert float(rows[0]["sdp_cost"]) == task.gw["cost"] and "ratio_to_gw" not in rows[0]
+    assert float(rows[0]["sdp_lower_bound"]) == pytest.approx(task.gw["lower_bound"])
+    ev = task.evaluation()
+    assert ev["sdp_value"] == task.gw["sdp_value"] and "ratio_to_gw" not in ev
+    # a checkpoint's SDP warm start replaces the one another seed would round
+    ck = {}
+    task.on_save_checkpoint(ck)
+    other = QAOATask(p=1, n_starts=2, mixer="warm", seed=5, **kw)
+    other.on_load_checkpoint(ck)
+    assert other.warm_start == task.warm_start and other.gw == task.gw
+
+
 def test_resume_across_growth_reuses_the_saved_cut(tmp_path):
     kw = dict(graph=WEIGHTED, p=2, n_starts=3, grow=True, steps_per_layer=3, dtype="complex128", lr=0.02,
               mixer="warm", seed=2)
@@ -203,11 +238,6 @@ NOISE = {"channels": [{"channel": "depolarizing", "p": 0.01, "gates": ["RZZ"]}]}
     (dict(mixer="warm", warm_start=[0.5, 1.2, 0.0, 0.3]), ValueError, r"warm_start values .* must lie in \[0, 1\]"),
     (dict(mixer="warm", warm_start="random"), ValueError, r"unknown warm_start 'random'; use 'goemans_williamson'"),
     (dict(mixer="warm", epsilon=0.7), ValueError, r"epsilon must be in \[0, 0.5\]"),
-    (dict(problem="mis", mixer="warm"), ValueError, r"problem 'max_independent_set' needs an explicit warm_start"),
-    (dict(problem="mis", mixer="warm", warm_start="gw"), ValueError, r"default warm_start='goemans_williamson' is "
-                                                                     r"for problem='maxcut'"),
-    (dict(mixer="warm", noise_model=NOISE, diff_method="backprop"), ValueError,
-     r"mixer='warm' with noise_model is not available: .*NoisyQAOA"),
     (dict(mixer="warm", warm_start={"c": 1}), TypeError, r"warm_start must be 'goemans_williamson'"),
 ])
 def test_refusals(kwargs, error, match):

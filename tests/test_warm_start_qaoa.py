@@ -298,6 +298,29 @@ def test_optimize_analyse_and_goemans_williamson_warm_start():
     assert ms().shape == (3,)
 
 
+def test_every_problem_is_warm_started_from_its_sdp_by_default():
+    # not MaxCut: the best rounded bitstring of ising_sdp (the GW relaxation of the Ising form), seeded
+    qubo = opt.from_qubo(Q6)
+    mis = opt.max_independent_set(opt.cycle_graph(6))
+    for problem in (qubo, mis):
+        sdp = opt.ising_sdp(problem, generator=torch.Generator().manual_seed(4))
+        assert isinstance(opt.default_warm_start(problem, torch.Generator().manual_seed(4)), opt.IsingSDPResult)
+        m = opt.warm_start_qaoa(problem, 1, generator=torch.Generator().manual_seed(4), epsilon=0.1)
+        want = torch.tensor([[float(b) for b in sdp.bitstring]], dtype=torch.float64).clamp(0.1, 0.9)
+        torch.testing.assert_close(m.warm_start, want)
+        ref = opt.qaoa(problem, 1, mixer="warm", warm_start=sdp, epsilon=0.1)      # a result is a warm start
+        a = opt.random_angles(1, 3, generator=torch.Generator().manual_seed(0))
+        torch.testing.assert_close(m(a), ref(a))
+        assert sdp.lower_bound <= opt.exact_solution(problem).cost <= sdp.cost
+    # MaxCut keeps the GW cut; a batch of problems gets one row each
+    mc = opt.maxcut(WEIGHTED)
+    assert isinstance(opt.default_warm_start(mc), opt.GoemansWilliamsonResult)
+    q2 = opt.from_qubo([[-1.0, 2.0, 0.5, 0.0, 0.0, 1.0], [0.0, 1.0, -1.0, 0.0, 0.0, 0.0], [0.0] * 6, [0.0] * 6,
+                        [0.0] * 6, [0.0] * 6])
+    m = opt.warm_start_qaoa([qubo, q2], 1, generator=torch.Generator().manual_seed(0))
+    assert m.warm_start.shape == (2, 6)
+
+
 # ------------------------------------------------------------------------------------------------
 # refusals
 def test_invalid_options_are_refused():
@@ -328,7 +351,8 @@ def test_invalid_options_are_refused():
          "mixer_kernel='real'"),
         (lambda: opt.qaoa(problem, 1, mixer="warm", warm_start="0101", mixer_kernel="fast"), ValueError,
          "mixer_kernel must be one of"),
-        (lambda: opt.warm_start_qaoa(opt.from_qubo(Q6), 1), ValueError, "give warm_start=c"),
+        (lambda: opt.warm_start_qaoa(["not a problem"], 1), TypeError, "expected a Problem"),
+        (lambda: opt.default_warm_start("0101"), TypeError, "expected a Problem"),
         (lambda: opt.warm_start_qaoa(problem, 1, warm_start="0101", generator=torch.Generator()), ValueError,
          "leave generator None"),
     ]

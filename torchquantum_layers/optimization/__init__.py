@@ -14,9 +14,10 @@
 * :mod:`.rqaoa` — :func:`rqaoa`, recursive QAOA (eliminate the most correlated spins round by round,
   brute-force the rest).
 * :mod:`.goemans_williamson` — :func:`goemans_williamson`, the classical MaxCut baseline: the SDP
-  relaxation (Burer–Monteiro, with a certified upper bound) and random-hyperplane rounding.
+  relaxation (Burer–Monteiro, with a certified upper bound) and random-hyperplane rounding;
+  :func:`ising_sdp`, the same SDP and rounding for any problem's Ising form (certified lower bound).
 * :mod:`.warm_start` — warm-start QAOA (Egger, Mareček & Woerner 2021): ``qaoa(problem, p,
-  mixer="warm", warm_start=c, epsilon=ε)`` or :func:`warm_start_qaoa` (MaxCut: from the GW cut).
+  mixer="warm", warm_start=c, epsilon=ε)`` or :func:`warm_start_qaoa` (default: GW / ``ising_sdp``).
 * :mod:`.graphs` — edge-list / networkx graph validation and seeded random regular graphs.
 
 Sign convention: every problem's cost is MINIMISED; maximisation objectives (cut, set weight) are
@@ -36,8 +37,8 @@ from .natural_gradient import MultiStartSPSA, QAOANaturalGradient, qaoa_metric
 from .rqaoa import Elimination, IsingModel, RQAOAResult, rqaoa
 from .cvar import CostOrder, cost_order, cvar_from_probabilities, cvar_from_samples
 from .noisy import MAX_DENSITY_QUBITS, NoisyQAOA, noisy_expected_cost, noisy_probabilities
-from .goemans_williamson import GW_ALPHA, GoemansWilliamsonResult, goemans_williamson
-from .warm_start import warm_start_probabilities, warm_start_qaoa
+from .goemans_williamson import GW_ALPHA, GoemansWilliamsonResult, IsingSDPResult, goemans_williamson, ising_sdp
+from .warm_start import default_warm_start, warm_start_probabilities, warm_start_qaoa
 
 __all__ = ["Graph", "as_graph", "complete_graph", "cycle_graph", "random_regular_graph", "Problem",
            "ExactSolution", "exact_solution", "maxcut", "max_independent_set", "min_vertex_cover",
@@ -49,4 +50,4 @@ __all__ = ["Graph", "as_graph", "complete_graph", "cycle_graph", "random_regular
            "rqaoa", "RQAOAResult", "Elimination", "IsingModel", "CostOrder", "cost_order",
            "cvar_from_probabilities", "cvar_from_samples", "NoisyQAOA", "noisy_expected_cost", "noisy_probabilities",
            "MAX_DENSITY_QUBITS", "goemans_williamson", "GoemansWilliamsonResult", "GW_ALPHA", "warm_start_qaoa",
-           "warm_start_probabilities"]
+           "warm_start_probabilities", "ising_sdp", "IsingSDPResult", "default_warm_start"]

@@ -24,6 +24,11 @@ The XY and swap mixers start from the uniform superposition of the feasible bits
 * otherwise (TSP tours, the portfolio's Dicke state) it is an IDEAL, noise-free start state vector
   given to the simulator (``initial_state``, ``preparation = "ideal"``): its preparation is neither
   noisy nor folded by ZNE.
+
+* ``mixer="warm"`` (warm-start QAOA, :mod:`.warm_start`): ``warm_start=c`` and ``epsilon=ε`` as in
+  ``qaoa(mixer="warm")``; :func:`~.warm_start.warm_start_circuit`: ``RY(θ_i)`` on every wire from
+  |0…0⟩ (``preparation = "gates"``: noisy and folded like the rest), per layer the cost gates and
+  ``RY(-θ_i) RZ(2β) RY(θ_i)`` on every wire, ``θ_i = 2 arcsin √clip(c_i, ε, 1 - ε)``.
 """
 from __future__ import annotations
 
@@ -40,7 +45,7 @@ from .qaoa_gate_circuit import blank_circuit, cost_layer
 
 __all__ = ["GateLevelQAOA", "gate_level_qaoa", "GATE_MIXERS", "mixer_pairs", "swap_terms"]
 
-GATE_MIXERS = ("x", "xy", "swap")
+GATE_MIXERS = ("x", "xy", "swap", "warm")
 
 
 @dataclass
@@ -52,6 +57,7 @@ class GateLevelQAOA:
     initial_state: Optional[torch.Tensor]
     preparation: str
     mixer: str
+    warm_start: Optional[torch.Tensor] = None    # mixer="warm": the regularised c, (1, n) float64
 
 
 def mixer_pairs(problem: Problem, what: str = "gate_level_qaoa") -> list:
@@ -100,8 +106,10 @@ def _w_state(circ, grp) -> None:
         circ.single_excitation(grp[i], grp[i + 1], theta)
 
 
-def gate_level_qaoa(problem: Problem, p: int, mixer: str = "x", dtype=None, device=None) -> GateLevelQAOA:
-    """The gate-level QAOA of ``problem`` with ``p`` layers and ``mixer`` (module notes)."""
+def gate_level_qaoa(problem: Problem, p: int, mixer: str = "x", dtype=None, device=None, warm_start=None,
+                    epsilon: Optional[float] = None) -> GateLevelQAOA:
+    """The gate-level QAOA of ``problem`` with ``p`` layers and ``mixer`` (module notes);
+    ``warm_start`` / ``epsilon`` (default 0.25) for ``mixer="warm"`` only, as ``qaoa(mixer="warm")``."""
     from ..circuit import Input
     from .qaoa import qaoa_circuit
     what = "gate_level_qaoa"
@@ -110,6 +118,16 @@ def gate_level_qaoa(problem: Problem, p: int, mixer: str = "x", dtype=None, devi
     p = _check_p(p, what)
     if mixer not in GATE_MIXERS:
         raise ValueError(f"{what}: mixer must be one of {GATE_MIXERS}, got {mixer!r}")
+    if mixer == "warm":
+        from .warm_start import DEFAULT_EPSILON, warm_start_circuit, warm_start_probabilities
+        if warm_start is None:
+            raise ValueError(f"{what}: mixer='warm' needs warm_start= (a bitstring, probabilities of bit 1 or a "
+                             f"goemans_williamson / ising_sdp result)")
+        c = warm_start_probabilities(warm_start, problem.n_qubits, DEFAULT_EPSILON if epsilon is None else epsilon,
+                                     what=what)
+        return GateLevelQAOA(warm_start_circuit(problem, p, c, dtype=dtype, device=device), None, "gates", "warm", c)
+    if warm_start is not None or epsilon is not None:
+        raise ValueError(f"{what}: warm_start and epsilon belong to mixer='warm'; mixer={mixer!r} does not use them")
     if mixer == "x":
         return GateLevelQAOA(qaoa_circuit(problem, p, dtype=dtype, device=device), None, "gates", "x")
     n = problem.n_qubits

@@ -4,7 +4,8 @@
 every wire, then per layer ``RZ(2γ h_i)``, ``RZZ(2γ J_ij)`` from the cost's Ising form and
 ``RX(2β)`` on every wire; ``mixer="xy"``: ``RXX(β) RYY(β)`` per ring pair of each one-hot group;
 ``mixer="swap"`` (TSP): one DOUBLEEXCITATION-based term per city exchange, both from the uniform
-feasible superposition, see :mod:`.gate_level`) under a
+feasible superposition; ``mixer="warm"`` with ``warm_start=c, epsilon=ε``: ``RY(θ_i)`` from |0…0⟩ and
+``RY(-θ_i) RZ(2β) RY(θ_i)`` per wire, see :mod:`.gate_level`) under a
 :class:`~torchquantum_layers.mixed.NoiseModel`: each channel follows the gates its rule names (``gates="RZZ"``: after every cost interaction), readout errors flip the read bits.
 ``angles`` are ``(S, 2p)`` rows ``[γ_1 … γ_p, β_1 … β_p]`` as in :class:`~.qaoa.QAOA`; all S starts
 run as ONE batch of density matrices ``(S, 2**n, 2**n)`` (``simulator="density"``, exact) or of
@@ -100,13 +101,18 @@ class NoisyQAOA(nn.Module):
             and swap mixers start from the uniform feasible superposition, prepared by gates (W
             states) for colouring, else given as an ideal, noise-free start state that ZNE does not
             fold (``self.preparation``: ``"gates"`` or ``"ideal"``).
+        warm_start, epsilon: with ``mixer="warm"`` (warm-start QAOA) only: the warm start (a bitstring,
+            probabilities of bit 1, or a ``goemans_williamson`` / ``ising_sdp`` result) and its
+            regularisation ε (default 0.25), as ``qaoa(mixer="warm")``; its ``RY`` preparation is
+            gates, noisy and folded by ZNE.
         dtype: complex64 (default) or complex128; ``.double()`` / ``.to(device)`` also work.
     """
 
     def __init__(self, problem, p: int, noise_model, mitigation: Optional[str] = None,
                  zne_scale_factors=(1, 3, 5), extrapolation: str = "richardson", order: Optional[int] = None,
                  fold_method: str = "global", simulator: str = "density", n_trajectories: int = 64,
-                 diff_method: str = "backprop", mixer: str = "x", dtype=None, device=None):
+                 diff_method: str = "backprop", mixer: str = "x", dtype=None, device=None, warm_start=None,
+                 epsilon: Optional[float] = None):
         super().__init__()
         what = "NoisyQAOA"
         from ..mixed.zne import EXTRAPOLATIONS, FOLD_METHODS, _check_scales
@@ -162,7 +168,10 @@ class NoisyQAOA(nn.Module):
             raise TypeError(f"{what}: dtype must be torch.complex64 or torch.complex128, got {dtype}")
         self.problem = problem
         self.mixer = mixer
-        gl = gate_level_qaoa(problem, self.p, mixer, dtype=dtype, device=device)
+        gl = gate_level_qaoa(problem, self.p, mixer, dtype=dtype, device=device, warm_start=warm_start,
+                             epsilon=epsilon)
+        self.warm_start = gl.warm_start          # mixer="warm": the regularised c (1, n) float64, else None
+        self.epsilon = None if mixer != "warm" else (0.25 if epsilon is None else float(epsilon))
         self.circuit = gl.circuit
         self.preparation = gl.preparation
         self._init64 = gl.initial_state          # (1, 2**n) complex128, or None: |0…0⟩ (prepared by gates)
@@ -367,7 +376,9 @@ def _module(problem, p, noise_model, dtype, device, **settings) -> NoisyQAOA:
                         f"{type(problem).__name__}")
     key = (p, id(noise_model), noise_model.version if hasattr(noise_model, "version") else None,
            id(getattr(noise_model, "readout", None)), dtype, str(device),
-           tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(settings.items())))
+           tuple((k, tuple(v) if isinstance(v, list) else
+                  ("tensor", tuple(v.shape), tuple(v.reshape(-1).tolist())) if isinstance(v, torch.Tensor) else v)
+                 for k, v in sorted(settings.items())))
     cache = _MODULES.setdefault(problem, {})
     hit = cache.get(key)
     # held, not only its id: a freed model's id could be reused by a new one
@@ -411,7 +422,8 @@ def noisy_expected_cost(problem, angles, p: Optional[int] = None, noise_model=No
                         n_trajectories: int = 64, generator: Optional[torch.Generator] = None, dtype=None,
                         **options) -> torch.Tensor:
     """Expected costs ``(S,)`` of ``angles (S, 2p)`` that a device with ``noise_model`` reports,
-    after ``mitigation`` (:class:`NoisyQAOA`; ``options``: order, fold_method, diff_method, mixer).
+    after ``mitigation`` (:class:`NoisyQAOA`; ``options``: order, fold_method, diff_method, mixer,
+    warm_start, epsilon).
     ``p`` defaults to ``angles.shape[-1] // 2``; ``dtype`` to complex128 for float64 angles,
     complex64 otherwise. Differentiable with respect to ``angles``."""
     what = "noisy_expected_cost"
@@ -427,7 +439,8 @@ def noisy_expected_cost(problem, angles, p: Optional[int] = None, noise_model=No
 
 def noisy_probabilities(problem, angles, p: Optional[int] = None, noise_model=None, mitigation: Optional[str] = None,
                         simulator: str = "density", n_trajectories: int = 64,
-                        generator: Optional[torch.Generator] = None, dtype=None, mixer: str = "x") -> torch.Tensor:
+                        generator: Optional[torch.Generator] = None, dtype=None, mixer: str = "x",
+                        warm_start=None, epsilon: Optional[float] = None) -> torch.Tensor:
     """Probabilities ``(S, 2**n)`` of reading each bitstring off the noisy device, readout errors
     included (``mitigation="readout"``: through the inverse confusion matrices); see
     :meth:`NoisyQAOA.probabilities`."""
@@ -436,5 +449,5 @@ def noisy_probabilities(problem, angles, p: Optional[int] = None, noise_model=No
     _check_noise_model(noise_model, what)
     device = angles.device
     model = _module(problem, p, noise_model, _dtype_of(angles, dtype), device, simulator=simulator,
-                    n_trajectories=n_trajectories, mixer=mixer)
+                    n_trajectories=n_trajectories, mixer=mixer, warm_start=warm_start, epsilon=epsilon)
     return model.probabilities(angles, generator, mitigation=mitigation)

@@ -21,8 +21,8 @@ the opposite sign, ``H^ws_i = -n_i·σ`` (their start state is its ground state)
 Use it as ``qaoa(problem, p, mixer="warm", warm_start=c, epsilon=0.25)`` (every QAOA feature: angle
 batches, problem batches with one warm start each, ``optimize``, ``analyse``, the adjoint and
 backprop gradients, :func:`~.natural_gradient.qaoa_metric`, ``circuit()``), or
-:func:`warm_start_qaoa`, which for MaxCut takes the Goemans–Williamson cut when no warm start is
-given.
+:func:`warm_start_qaoa`, which without a warm start takes the Goemans–Williamson one: MaxCut's GW cut,
+or for any other problem the best rounded bitstring of :func:`~.goemans_williamson.ising_sdp`.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ import torch
 from .problems import Problem
 from .qaoa_gate_circuit import blank_circuit, cost_layer
 
-__all__ = ["warm_start_qaoa", "warm_start_probabilities", "DEFAULT_EPSILON"]
+__all__ = ["warm_start_qaoa", "warm_start_probabilities", "default_warm_start", "DEFAULT_EPSILON"]
 
 # Egger et al. use ε = 0.25 for their rounded (GW) MaxCut warm starts
 DEFAULT_EPSILON = 0.25
@@ -55,11 +55,12 @@ def warm_start_probabilities(warm_start, n_qubits: int, epsilon: float = DEFAULT
 
     ``warm_start``: a bitstring ``"0110"`` (wire 0 first), a sequence / tensor of ``n`` values in
     [0, 1], a ``(G, n)`` tensor (one row per problem of a batch of ``n_problems``), or a
-    :class:`~.goemans_williamson.GoemansWilliamsonResult` (its best cut)."""
-    from .goemans_williamson import GoemansWilliamsonResult
+    :class:`~.goemans_williamson.GoemansWilliamsonResult` or
+    :class:`~.goemans_williamson.IsingSDPResult` (its best rounded bitstring)."""
+    from .goemans_williamson import GoemansWilliamsonResult, IsingSDPResult
     epsilon = _check_epsilon(epsilon, what)
     spec = warm_start
-    if isinstance(spec, GoemansWilliamsonResult):
+    if isinstance(spec, (GoemansWilliamsonResult, IsingSDPResult)):
         spec = spec.bitstring
     if isinstance(spec, str):
         if len(spec) != n_qubits or any(ch not in "01" for ch in spec):
@@ -161,22 +162,34 @@ def warm_start_circuit(problem: Problem, p: int, warm: torch.Tensor, dtype=None,
     return circ
 
 
+def default_warm_start(problem: Problem, generator: Optional[torch.Generator] = None):
+    """The Goemans–Williamson warm start of ``problem``: ``goemans_williamson(problem)`` for a
+    MaxCut problem (a :class:`~.goemans_williamson.GoemansWilliamsonResult`, cut units), else
+    ``ising_sdp(problem)`` (an :class:`~.goemans_williamson.IsingSDPResult`, cost units); both have
+    ``bitstring`` (the best rounded one) and ``sdp_value``."""
+    from .goemans_williamson import goemans_williamson, ising_sdp
+    if not isinstance(problem, Problem):
+        raise TypeError(f"default_warm_start: expected a Problem, got {type(problem).__name__}")
+    if problem.name == "maxcut" and problem.data.get("graph") is not None:
+        return goemans_williamson(problem, generator=generator)
+    return ising_sdp(problem, generator=generator)
+
+
 def warm_start_qaoa(problem, p: int, warm_start=None, epsilon: float = DEFAULT_EPSILON,
                     generator: Optional[torch.Generator] = None, **kwargs):
     """A :class:`~.qaoa.QAOA` with the warm-start mixer (module notes): ``qaoa(problem, p,
-    mixer="warm", warm_start=..., epsilon=...)``. Without ``warm_start`` a MaxCut problem is warm
-    started from the best cut of :func:`~.goemans_williamson.goemans_williamson` (seeded by
-    ``generator``); other problems need one. ``kwargs`` go to :class:`~.qaoa.QAOA`."""
+    mixer="warm", warm_start=..., epsilon=...)``. Without ``warm_start`` every problem is warm
+    started from :func:`default_warm_start` (seeded by ``generator``): a MaxCut problem from the best
+    cut of :func:`~.goemans_williamson.goemans_williamson`, any other from the best rounded bitstring
+    of :func:`~.goemans_williamson.ising_sdp` (the same SDP on its Ising form). ``kwargs`` go to
+    :class:`~.qaoa.QAOA`."""
     from .qaoa import QAOA
     if warm_start is None:
-        from .goemans_williamson import goemans_williamson
         probs = list(problem) if isinstance(problem, (list, tuple)) else [problem]
         for pr in probs:
-            if not isinstance(pr, Problem) or pr.name != "maxcut":
-                raise ValueError("warm_start_qaoa: without warm_start only MaxCut problems are warm started "
-                                 "(from the Goemans–Williamson cut); give warm_start=c for "
-                                 f"{getattr(pr, 'name', type(pr).__name__)!r}")
-        cuts = [[float(ch) for ch in goemans_williamson(pr, generator=generator).bitstring] for pr in probs]
+            if not isinstance(pr, Problem):
+                raise TypeError(f"warm_start_qaoa: expected a Problem (or a list of them), got {type(pr).__name__}")
+        cuts = [[float(ch) for ch in default_warm_start(pr, generator).bitstring] for pr in probs]
         warm_start = torch.tensor(cuts if len(cuts) > 1 else cuts[0], dtype=torch.float64)
     elif generator is not None:
         raise ValueError("warm_start_qaoa: generator seeds the Goemans–Williamson warm start, which is not run "

@@ -1,5 +1,5 @@
 """torchquantum-layers: quantum circuits as batched, differentiable PyTorch modules."""
-from . import chem, checks, exact, functional, gates, grad, kernels, lattice, measure, mixed, observables, optim, optimization, plotting, qasm, qasm3, qinfo, qml, research, runtime, shadows, templates, tomography, varqte
+from . import chem, checks, exact, functional, gates, grad, kernels, lattice, measure, mixed, mps, observables, optim, optimization, plotting, qasm, qasm3, qinfo, qml, research, runtime, shadows, templates, tomography, varqte
 from .circuit import Circuit, Input, Param
 from .gates import Gate, controlled, get_gate
 from .grad import expval

@@ -1,0 +1,13 @@
+"""Matrix-product-state simulation of wide, shallow circuits: ``tql.mps``.
+
+``tql.mps.run(circuit, x)`` returns an :class:`MPS` (batched site tensors ``(B, χl, 2, χr)``,
+truncated to ``max_bond`` / ``cutoff``, discarded weight per sample); ``tql.mps.expval`` mirrors
+``tql.expval`` for Pauli strings and Hamiltonians. Differentiable by backprop on CPU and CUDA.
+"""
+from .linalg import split, svd_left
+from .measure import expval_mps, probabilities, sample
+from .simulate import MAX_GATE_WIRES, expval, run
+from .state import MAX_DENSE_WIRES, MPS
+
+__all__ = ["MPS", "run", "expval", "expval_mps", "probabilities", "sample", "split", "svd_left",
+           "MAX_GATE_WIRES", "MAX_DENSE_WIRES"]

@@ -1,5 +1,6 @@
 """Optimizers by name, shared by the VQE drivers and the Lightning recipes, and the two that
-variational circuits want and ``torch.optim`` lacks: :class:`QNG` and :class:`SPSA`."""
+variational circuits want and ``torch.optim`` lacks: :class:`QNG`, :class:`SPSA`, :class:`Rotosolve`
+(optim_rotosolve.py) and :class:`QNSPSA` (optim_qnspsa.py)."""
 from __future__ import annotations
 
 import math
@@ -7,9 +8,10 @@ from typing import Optional
 
 import torch
 
-__all__ = ["make_optimizer", "lbfgs", "optimizer_class", "needs_closure_without_backward", "NAMED_LRS", "QNG", "SPSA"]
+__all__ = ["make_optimizer", "lbfgs", "optimizer_class", "needs_closure_without_backward", "NAMED_LRS", "QNG", "SPSA",
+           "Rotosolve", "QNSPSA", "GRADIENT_FREE"]
 
-NAMED_LRS = {"adam": 0.1, "sgd": 0.2, "lbfgs": 1.0, "qng": 0.2, "spsa": 0.5}
+NAMED_LRS = {"adam": 0.1, "sgd": 0.2, "lbfgs": 1.0, "qng": 0.2, "spsa": 0.5, "qnspsa": 0.1}
 """Default learning rates of the named optimizers (a caller may pass its own)."""
 
 
@@ -23,10 +25,17 @@ def optimizer_class(name: str):
     return None
 
 
+GRADIENT_FREE = ("spsa", "rotosolve", "qnspsa")
+"""The names of :func:`make_optimizer` whose optimizers evaluate the loss only."""
+
+
 def needs_closure_without_backward(optimizer) -> bool:
-    """True for optimizers (SPSA) whose closure must only evaluate the loss: a training loop that
-    calls ``backward`` inside its closure has to give them another one."""
-    return isinstance(optimizer, SPSA)
+    """True for optimizers (SPSA, Rotosolve, QNSPSA; or their names, case-insensitive) whose
+    closure must only evaluate the loss: a training loop that calls ``backward`` inside its
+    closure has to give them another one."""
+    if isinstance(optimizer, str):
+        return optimizer.lower() in GRADIENT_FREE
+    return isinstance(optimizer, (SPSA, Rotosolve, QNSPSA))
 
 
 def lbfgs(params, lr: float = 1.0, line_search: bool = True) -> torch.optim.LBFGS:
@@ -48,7 +57,10 @@ def make_optimizer(optimizer, params, lr: Optional[float] = None,
     strong-Wolfe line search of up to 25 evaluations), ``"qng"`` (lr 0.2; :class:`QNG` of
     ``circuit``, which must then be given), ``"spsa"`` (lr 0.5, :class:`SPSA`), any other
     ``torch.optim`` class name (case-insensitive, its own default lr), a ``torch.optim.Optimizer``
-    class, or a callable ``params -> optimizer``. ``default_lrs`` (``{name: lr}``) overrides
+    class, or a callable ``params -> optimizer``; ``"rotosolve"`` (:class:`Rotosolve`, no lr: it jumps
+    to each angle's exact minimum; of ``circuit`` when given, else of the plain ``params``) and
+    ``"qnspsa"`` (lr 0.1, :class:`QNSPSA` of ``circuit``, which must be given, with ``circuit_inputs``
+    as QNG) evaluate the loss only, as SPSA does. ``default_lrs`` (``{name: lr}``) overrides
     :data:`NAMED_LRS` and the class defaults per name. ``circuit_inputs`` (``x``, ``state``,
     ``batch_weights``) is where QNG takes the metric: the circuit's inputs in the loss."""
     params = list(params)
@@ -71,9 +83,20 @@ def make_optimizer(optimizer, params, lr: Optional[float] = None,
             return QNG(circuit, lr=lr, **(circuit_inputs or {}))
         if key == "spsa":
             return SPSA(params, lr=lr)
+        if key == "rotosolve":
+            if lr is not None:
+                raise ValueError(f"optimizer 'rotosolve' takes no learning rate (it jumps to each angle's minimum), "
+                                 f"got lr={lr!r}")
+            return Rotosolve(circuit if circuit is not None else params)
+        if key == "qnspsa":
+            if circuit is None:
+                raise ValueError("optimizer 'qnspsa' needs the tql.Circuit whose states give its fidelities "
+                                 "(circuit=...); for plain parameters make tql.optim.QNSPSA(params, fidelity=...)")
+            return QNSPSA(circuit, lr=lr, **(circuit_inputs or {}))
         cls = optimizer_class(optimizer)
         if cls is None:
-            raise ValueError(f"optimizer must be 'adam', 'sgd', 'lbfgs', 'qng', 'spsa', a torch.optim class name, "
+            raise ValueError(f"optimizer must be 'adam', 'sgd', 'lbfgs', 'qng', 'spsa', 'rotosolve', 'qnspsa', "
+                             f"a torch.optim class name, "
                              f"an Optimizer class or a callable, got {optimizer!r}")
         optimizer = cls
     if isinstance(optimizer, type) and issubclass(optimizer, torch.optim.Optimizer):
@@ -240,3 +263,7 @@ class SPSA(torch.optim.Optimizer):
         if plus.numel() != 1 or minus.numel() != 1:
             raise ValueError(f"SPSA: the closure must return a scalar loss, got shape {tuple(plus.shape)}")
         return (plus - minus).reshape(()) / (2 * c_k)
+
+
+from .optim_qnspsa import QNSPSA  # noqa: E402  (re-exported: tql.optim.QNSPSA)
+from .optim_rotosolve import Rotosolve  # noqa: E402  (re-exported: tql.optim.Rotosolve)

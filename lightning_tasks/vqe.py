@@ -40,7 +40,7 @@ from pytorch_lightning.callbacks import EarlyStopping
 
 import torchquantum_layers.chem as chem
 from torchquantum_layers.chem.vqe import CHEMICAL_ACCURACY, check_givens_hamiltonian, energy as _energy
-from torchquantum_layers.optim import make_optimizer, optimizer_class
+from torchquantum_layers.optim import GRADIENT_FREE, make_optimizer, needs_closure_without_backward, optimizer_class
 from torchquantum_layers.grad import AUTO, DIFF_METHODS, circuit_expval, resolve_diff_method
 
 from .lattice_models import (LATTICE_ACCURACY, ExactEnergyStopping, build_model, check_lattice_options,
@@ -54,7 +54,7 @@ __all__ = ["VQETask", "ChemicalAccuracyStopping", "ExactEnergyStopping", "fit_vq
            "CHEMICAL_ACCURACY_MHA"]
 
 ANSATZE = ("uccsd", "hardware_efficient", "adapt", "hva")
-OPTIMIZERS = ("adam", "sgd", "lbfgs", "qng", "spsa")
+OPTIMIZERS = ("adam", "sgd", "lbfgs", "qng", "spsa", "rotosolve", "qnspsa")
 CHEMICAL_ACCURACY_MHA = 1e3 * CHEMICAL_ACCURACY          # 1.6 mHa
 _DTYPES = {"complex128": torch.complex128, "complex64": torch.complex64,
            "float64": torch.complex128, "float32": torch.complex64}
@@ -99,7 +99,10 @@ class VQETask(SinglePointTask):
             drives its line search), ``"qng"`` (quantum natural gradient with the ansatz's metric,
             that of a pure state: refused with ``noise``),
             ``"spsa"`` (two energies per step, no gradient; the task then steps it itself, as
-            Lightning's manual optimisation), or another ``torch.optim`` class name.
+            Lightning's manual optimisation), ``"rotosolve"`` (one sweep of exact coordinate
+            minimisations per step, no lr; gradient-free too), ``"qnspsa"`` (SPSA preconditioned
+            by a 2-SPSA estimate of the metric from four fidelities; gradient-free), or another
+            ``torch.optim`` class name.
         diff_method: ``"auto"`` (default: backprop while its stored states fit in
             ``tql.grad.AUTO_BACKPROP_BYTES``, the faster method there; adjoint beyond; with
             ``shots``, parameter-shift), ``"adjoint"``, ``"backprop"`` or ``"parameter-shift"``.
@@ -185,10 +188,10 @@ class VQETask(SinglePointTask):
         if shots is not None and (isinstance(shots, bool) or not isinstance(shots, int) or shots < 1):
             raise ValueError(f"VQETask: shots must be a positive int or None (exact energies), got {shots!r}")
         if shots is not None and (diff_method == "adjoint" or (diff_method == "backprop"
-                                                               and optimizer.lower() != "spsa")):
+                                                               and not needs_closure_without_backward(optimizer))):
             raise ValueError(f"VQETask: with shots={shots} the energy is an estimate from samples, which has no "
                              f"{diff_method!r} gradient; use diff_method='auto' (parameter-shift with shots) or "
-                             f"'parameter-shift', or a gradient-free optimizer='spsa'")
+                             f"'parameter-shift', or a gradient-free optimizer ({', '.join(GRADIENT_FREE)})")
         self._check_unused_options(ansatz, n_layers=n_layers, seed=seed, shots=shots, pool=pool,
                                    adapt_grad_tol=adapt_grad_tol, adapt_steps=adapt_steps, adapt_tol=adapt_tol,
                                    adapt_max_operators=adapt_max_operators)
@@ -263,7 +266,7 @@ class VQETask(SinglePointTask):
             self.set_weights(init_weights)
         self.history: list = []            # history[k]: energy after k optimizer steps
         # SPSA's closure may only evaluate the energy, which Lightning's automatic closure does not
-        self.automatic_optimization = optimizer.lower() != "spsa"
+        self.automatic_optimization = not needs_closure_without_backward(optimizer)
         self._seen_step = -1
         self._best = None                  # (energy, angles) of the lowest energy logged (checkpointed)
         self._generator = None             # (step, torch.Generator) of the shot samples

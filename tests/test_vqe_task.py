@@ -88,13 +88,14 @@ def test_resume_from_checkpoint(tmp_path):
     assert torch.allclose(loaded.circuit.weights, saved_weights)
 
 
-@pytest.mark.parametrize("optimizer, lr, steps", [("qng", 0.5, 15), ("spsa", None, 150)])
+@pytest.mark.parametrize("optimizer, lr, steps", [("qng", 0.5, 15), ("spsa", None, 150), ("rotosolve", None, 3),
+                                                   ("qnspsa", None, 150)])
 def test_natural_gradient_and_spsa_through_the_trainer(optimizer, lr, steps):
     task = fit_vqe("H2", max_steps=steps, optimizer=optimizer, lr=lr)
     assert task.steps_to_accuracy is not None and task.steps_to_accuracy <= steps
     assert task.error_mha < CHEMICAL_ACCURACY_MHA and task.best_energy >= task.fci_energy - 1e-9
     assert len(task.history) == task.global_step
-    assert task.automatic_optimization == (optimizer != "spsa")
+    assert task.automatic_optimization == (optimizer in ("qng",))
 
 
 def test_spsa_resumes_from_a_lightning_checkpoint(tmp_path):

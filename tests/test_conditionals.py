@@ -234,6 +234,28 @@ def test_conditions_on_zero_on_several_wires_and_gates_without_a_controlled_qeli
         np.testing.assert_allclose(mixed.run(circuit)[0].numpy(), expected, atol=1e-12)
 
 
+def test_conditioned_c3x_and_c4x_read_back():
+    # qelib1's c3x / c4x read as MULTICONTROLLEDX, which has no conditioned form: under an 'if'
+    # they become the fixed-width C^k X (the writer emits them for conditioned multi-controlled X)
+    c = mixed.MixedCircuit(6, dtype=torch.complex128)
+    c.h(0).h(1).h(2).h(3).ry(4, 0.3).ry(5, 1.1).measure(0)
+    c.add(tql.controlled(tql.gates.X, 3), (1, 2, 3, 4), condition={0: 1})
+    c.add(tql.controlled(tql.gates.X, 4), (1, 2, 3, 4, 5), condition={0: 0})
+    text = c.to_qasm()
+    assert "if(c0==1) c3x q[1], q[2], q[3], q[4];" in text and "if(c0==0) c4x q[1], q[2], q[3], q[4], q[5];" in text
+    psi = _product_state(O.H[:, 0], O.H[:, 0], O.H[:, 0], O.H[:, 0], O.ry(0.3)[:, 0], O.ry(1.1)[:, 0])
+
+    def fired(o):
+        if o[0] == 1:
+            return [(O.controlled_matrix(O.X, 3), [1, 2, 3, 4])]
+        return [(O.controlled_matrix(O.X, 4), [1, 2, 3, 4, 5])]
+
+    expected = _branch_average(psi, 6, [0], fired)
+    back = tql.MixedCircuit.from_qasm(text, dtype=torch.complex128)
+    for circuit in (c, back):
+        np.testing.assert_allclose(mixed.run(circuit)[0].numpy(), expected, atol=1e-12)
+
+
 def test_a_noise_model_acts_alike_on_the_read_back_circuit():
     # written as 'x q0; cx q0, q1; x q0' (before), the read-back circuit had two X gates on the
     # measured wire for a bit flip on 'x' gates to hit: <Z0> = (1 - 2p)² cos θ instead of cos θ

@@ -785,6 +785,10 @@ def from_qasm(source, *, dtype=None, fuse: bool = True, max_fused_wires: Optiona
         elif gate == "reset":
             circuit.reset(wires)
         elif condition:
+            if getattr(gate, "name", gate) == "MULTICONTROLLEDX":
+                # c3x / c4x under an 'if': a gate of no fixed width has no conditioned (controlled)
+                # form, the fixed-width C^k X has, with the same matrix
+                gate = G.controlled(G.X, len(wires) - 1)
             circuit.add(gate, wires, *angles, condition=condition)
         else:
             circuit.add(gate, wires, *angles)

@@ -55,11 +55,12 @@ def _energies_along_np(theta, d, grid):
     after = oracle.run_ops(ops[k + 1:], 2, np.eye(4, dtype=complex)).T          # columns: U_after e_j
     obs = after.conj().T @ OBS_NP @ after
     name, wires, _ = ops[k]
-    out = np.empty(len(grid))
-    for i, t in enumerate(grid):
-        phi = oracle.full_operator(oracle.gate_matrix(name, t), wires, 2) @ before
-        out[i] = np.real(phi.conj() @ obs @ phi)
-    return out
+    # full(M) is linear in M's entries: phi(t) = Σ_ab M(t)_ab · full(E_ab) before, one matmul for the grid
+    d = 2 ** len(wires)
+    units = np.stack([oracle.full_operator(np.eye(d * d)[j].reshape(d, d), wires, 2) @ before for j in range(d * d)])
+    mats = np.stack([oracle.gate_matrix(name, t) for t in grid]).reshape(len(grid), d * d)
+    phi = mats @ units
+    return np.einsum("gi,ij,gj->g", phi.conj(), obs, phi).real
 
 
 def test_dense_energy_along_an_angle():

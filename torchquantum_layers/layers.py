@@ -11,6 +11,8 @@ in ``state_dict``, optimizers, ``.to(device)``, ``.double()``, ``copy.deepcopy``
 With a ``noise_model`` (a :class:`~tql.NoiseModel`) the layer runs on a noisy device model: exact
 density matrices (``simulator="density"``) or sampled trajectories (``"trajectories"``), optionally
 read out through readout errors and mitigated (``mitigation="readout"``, ``"zne"``).
+A pure layer on many qubits runs as a matrix-product state with ``simulator="mps"`` (``max_bond``,
+``cutoff``; :mod:`tql.mps`).
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from .grad import _observable_list, check_diff_method, circuit_expval, resolve_d
 __all__ = ["QuantumLayer", "IQPFeatures", "ENCODINGS", "ANSATZE", "SIMULATORS", "MITIGATIONS",
            "MAX_DENSITY_WIRES"]
 
-SIMULATORS = ("density", "trajectories")
+SIMULATORS = ("density", "trajectories", "mps")
 MITIGATIONS = ("readout", "zne", "zne+readout")
 # ρ of n qubits holds 4**n amplitudes: 12 qubits are 128 MiB per sample in complex64 (4 GiB for a
 # batch of 32); beyond that trajectories (2**n per row) are the way
@@ -109,6 +111,14 @@ class QuantumLayer(nn.Module):
             sampled state-vector trajectories per sample (``(B·T, 2**n)`` rows, one batch),
             an unbiased estimate of the same value and of its gradient, seeded by ``seed``
             like shots (``seed=None``: torch's global RNG); every forward pass draws new ones.
+            ``"mps"`` (a noiseless layer only): the pure state as a matrix-product state
+            (:func:`tql.mps.expval`), for wide, shallow circuits beyond the state vector's reach;
+            exact expectations, differentiated by backprop (``diff_method`` None, ``"auto"`` or
+            ``"backprop"``); no shots, no noise model, gates of at most 4 wires.
+        max_bond, cutoff: the MPS truncation (``simulator="mps"`` only; defaults 64 and 1e-10):
+            each SVD keeps at most ``max_bond`` singular values and drops the tail whose weight
+            ``Σ s²/‖s‖²`` stays within ``cutoff``. Like the simulator they are constructor
+            arguments, not ``state_dict`` entries.
         n_trajectories: trajectories per sample (default 64; ``simulator="trajectories"`` only).
         mitigation: ``None``; ``"readout"`` (each observable replaced by the noise model's
             ``readout.mitigated_observable``, so the value read through the readout errors is the
@@ -149,11 +159,15 @@ class QuantumLayer(nn.Module):
                  shots: Optional[int] = None, seed: Optional[int] = None,
                  input_map: Optional[nn.Module] = None, noise_model=None, simulator: str = "density",
                  n_trajectories: Optional[int] = None, mitigation: Optional[str] = None,
-                 zne_scale_factors=None, zne_extrapolation: Optional[str] = None):
+                 zne_scale_factors=None, zne_extrapolation: Optional[str] = None,
+                 max_bond: Optional[int] = None, cutoff: Optional[float] = None):
         super().__init__()
         if not isinstance(circuit, Circuit):
             raise TypeError(f"QuantumLayer: circuit must be a tql.Circuit, got {type(circuit).__name__}")
         noisy = _check_noise_model(noise_model) is not None or circuit.is_noisy
+        self.max_bond, self.cutoff = _mps_options(circuit, noisy, simulator, shots, diff_method, max_bond, cutoff)
+        if simulator == "mps" and diff_method in (None, "auto"):
+            diff_method = "backprop"
         if shots is not None:
             if isinstance(shots, bool) or not isinstance(shots, int):
                 raise TypeError(f"QuantumLayer: shots must be a positive int or None, got {shots!r}")
@@ -207,7 +221,8 @@ class QuantumLayer(nn.Module):
                       shots: Optional[int] = None, seed: Optional[int] = None, fuse: bool = True,
                       max_fused_wires: Optional[int] = None, noise_model=None, simulator: str = "density",
                       n_trajectories: Optional[int] = None, mitigation: Optional[str] = None,
-                      zne_scale_factors=None, zne_extrapolation: Optional[str] = None) -> "QuantumLayer":
+                      zne_scale_factors=None, zne_extrapolation: Optional[str] = None,
+                      max_bond: Optional[int] = None, cutoff: Optional[float] = None) -> "QuantumLayer":
         """One-line constructor: encoding, ``n_layers`` of an ansatz, and a measurement.
 
         ``encoding``:
@@ -251,7 +266,8 @@ class QuantumLayer(nn.Module):
 
         The remaining keywords go to :class:`QuantumLayer` (``diff_method``, ``dtype``, ``shots``,
         ``seed``, and the noise options ``noise_model``, ``simulator``, ``n_trajectories``,
-        ``mitigation``, ``zne_scale_factors``, ``zne_extrapolation``) and to :class:`Circuit`
+        ``mitigation``, ``zne_scale_factors``, ``zne_extrapolation``; ``simulator="mps"`` with
+        ``max_bond``, ``cutoff``) and to :class:`Circuit`
         (``fuse``, ``max_fused_wires``).
         """
         what = "QuantumLayer.from_template"
@@ -335,7 +351,7 @@ class QuantumLayer(nn.Module):
         return cls(circuit, observables, diff_method=diff_method, dtype=dtype, shots=shots, seed=seed,
                    input_map=input_map, noise_model=noise_model, simulator=simulator,
                    n_trajectories=n_trajectories, mitigation=mitigation, zne_scale_factors=zne_scale_factors,
-                   zne_extrapolation=zne_extrapolation)
+                   zne_extrapolation=zne_extrapolation, max_bond=max_bond, cutoff=cutoff)
 
     # ------------------------------------------------------------------------------------------
     @property
@@ -436,6 +452,9 @@ class QuantumLayer(nn.Module):
         if self.is_noisy:
             run = _noisy_outside_graph if compiling else _noisy_expval
             values = run(self, xb if has_inputs else None, self._gen(xb.device))
+        elif self.simulator == "mps":
+            run = _mps_outside_graph if compiling else _mps_expval
+            values = run(self, xb if has_inputs else None)
         else:
             obs = self.observables[0] if self._single else self.observables
             run = _expval_outside_graph if compiling else circuit_expval
@@ -475,6 +494,8 @@ class QuantumLayer(nn.Module):
 
     def extra_repr(self) -> str:
         noise = ""
+        if self.simulator == "mps":
+            noise = f", simulator='mps', max_bond={self.max_bond}, cutoff={self.cutoff:g}"
         if self.is_noisy:
             noise = f", simulator={self.simulator!r}"
             if self.simulator == "trajectories":
@@ -507,6 +528,40 @@ def _outside_graph(fn):
 
 
 _expval_outside_graph = _outside_graph(circuit_expval)
+
+
+# ----------------------------------------------------------------------------------------------
+# matrix-product states
+def _mps_expval(layer: "QuantumLayer", x):
+    from . import mps
+    obs = layer.observables[0] if layer._single else layer.observables
+    return mps.expval(layer.circuit, obs, x, max_bond=layer.max_bond, cutoff=layer.cutoff)
+
+
+_mps_outside_graph = _outside_graph(_mps_expval)
+
+
+def _mps_options(circuit, noisy, simulator, shots, diff_method, max_bond, cutoff):
+    """``(max_bond, cutoff)`` of a ``simulator="mps"`` layer (None, None otherwise), checked."""
+    what = "QuantumLayer"
+    if simulator != "mps":
+        if max_bond is not None or cutoff is not None:
+            raise ValueError(f"{what}: max_bond / cutoff apply only to simulator='mps', got simulator={simulator!r}")
+        return None, None
+    if noisy:
+        raise ValueError(f"{what}: with a noise_model or a noisy MixedCircuit, simulator must be one of "
+                         f"('density', 'trajectories'), got 'mps' (the MPS simulator runs pure states only)")
+    if shots is not None:
+        raise ValueError(f"{what}: simulator='mps' computes exact expectations; shots={shots} is not "
+                         f"supported (tql.mps.run(...).sample(shots) draws bit strings)")
+    if diff_method not in (None, "auto", "backprop"):
+        raise ValueError(f"{what}: simulator='mps' differentiates by backprop only (diff_method None, "
+                         f"'auto' or 'backprop'), got diff_method={diff_method!r}")
+    from .mps.simulate import _check
+    max_bond = 64 if max_bond is None else max_bond
+    cutoff = 1e-10 if cutoff is None else cutoff
+    _check(circuit, max_bond, cutoff, what)
+    return int(max_bond), float(cutoff)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -560,7 +615,7 @@ def _noise_options(circuit, noisy, noise_model, simulator, n_trajectories, mitig
     if mitigation is not None and (not isinstance(mitigation, str) or mitigation not in MITIGATIONS):
         raise ValueError(f"{what}: mitigation must be None or one of {MITIGATIONS}, got {mitigation!r}")
     if not noisy:
-        given = [name for name, on in (("simulator='trajectories'", simulator != "density"),
+        given = [name for name, on in (("simulator='trajectories'", simulator == "trajectories"),
                                        ("n_trajectories", n_trajectories is not None),
                                        ("mitigation", mitigation is not None),
                                        ("zne_scale_factors", scale_factors is not None),

@@ -3,6 +3,7 @@
 ``tql.mps.run(circuit, x)`` returns an :class:`MPS` (batched site tensors ``(B, χl, 2, χr)``,
 truncated to ``max_bond`` / ``cutoff``, discarded weight per sample); ``tql.mps.expval`` mirrors
 ``tql.expval`` for Pauli strings and Hamiltonians. Differentiable by backprop on CPU and CUDA.
+``tql.QuantumLayer(circuit, observables, simulator="mps", max_bond=…, cutoff=…)`` is the nn.Module.
 """
 from .linalg import split, svd_left
 from .measure import expval_mps, probabilities, sample

@@ -11,6 +11,7 @@ gradient; ``1/s`` becomes ``s/(s² + η)`` for zero singular values.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 # broadening η of the Lorentzian per real dtype (singular values of a normalised state are ≤ 1)
@@ -41,15 +42,18 @@ class _SVDLeft(torch.autograd.Function):
         j = f * w
         inner = (j + j.mH) * s.unsqueeze(-2)
         # the phase of each singular vector: zero for a gauge-invariant loss, kept for completeness
-        inner = inner + torch.diag_embed(1j * w.diagonal(dim1=-2, dim2=-1).imag * s_inv)
-        ga = u @ inner @ vh
-        ga = ga + ((gu - u @ w) * s_inv.unsqueeze(-2)) @ vh
-        return ga
+        inner.diagonal(dim1=-2, dim2=-1).add_(1j * w.diagonal(dim1=-2, dim2=-1).imag * s_inv)
+        # U·inner·Vh + ((1 − UU†) gU / s)·Vh with one product by Vh
+        return (u @ inner + (gu - u @ w) * s_inv.unsqueeze(-2)) @ vh
 
 
 def svd_left(a: torch.Tensor):
     """``(U, S)`` of ``a`` ``(..., m, n)`` with the broadened backward of the module notes."""
     return _SVDLeft.apply(a)
+
+
+def _needs_grad(a: torch.Tensor) -> bool:
+    return a.requires_grad and torch.is_grad_enabled()
 
 
 def keep_count(s: torch.Tensor, max_bond: int, cutoff: float):
@@ -58,25 +62,69 @@ def keep_count(s: torch.Tensor, max_bond: int, cutoff: float):
     Each sample needs the fewest values whose discarded tail ``Σ_{i≥χ} s_i² / Σ s_i²`` is at most
     ``cutoff``; the batch shares a bond, so it keeps the largest count any sample needs, capped at
     ``max_bond`` (at least one)."""
-    s2 = (s.detach() ** 2)
-    total = s2.sum(-1, keepdim=True).clamp_min(torch.finfo(s2.dtype).tiny)
-    tail = s2.flip(-1).cumsum(-1).flip(-1) / total                   # tail[j] = Σ_{i≥j} s_i² / Σ
+    chi, discarded = _keep_count(s, max_bond, cutoff)
+    return chi, (torch.zeros(s.shape[:-1], dtype=s.dtype, device=s.device) if discarded is None
+                 else discarded)
+
+
+def _keep_count(s: torch.Tensor, max_bond: int, cutoff: float):
+    """:func:`keep_count` with ``None`` for the discarded weight when nothing is dropped (known on
+    the host, so callers skip adding zeros)."""
+    k = s.shape[-1]
+    if k == 0:
+        return 1, None
+    s = s.detach()
+    if s.device.type == "cpu":
+        # NumPy on the host values: a dozen tiny torch dispatches per SVD were a fifth of the run
+        v = s.numpy()
+        s2 = v * v
+        low = s2[:, ::-1].cumsum(1)                # low[:, j] = Σ of the j+1 smallest = tail[k−1−j]·Σ
+        total = low[:, -1:]
+        need = k - int((low <= cutoff * total).sum(1).min())      # tail[j] > cutoff, as a count
+        chi = max(1, min(max_bond, need, k))
+        if chi == k:
+            return chi, None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dropped = np.where(total[:, 0] > 0, low[:, k - 1 - chi] / total[:, 0], 0).astype(s2.dtype)
+        return chi, torch.from_numpy(dropped)
+    s2 = s * s
+    tail = s2.flip(-1).cumsum(-1).flip(-1)
+    tail = tail / tail[..., :1].clamp_min(torch.finfo(s2.dtype).tiny)
     # the one host sync of a truncation: the bond dimension is a tensor shape
-    need = int((tail > cutoff).sum(-1).max().item()) if s2.shape[-1] else 0
-    chi = max(1, min(max_bond, need, s2.shape[-1]))
-    discarded = tail[..., chi] if chi < s2.shape[-1] else torch.zeros_like(total[..., 0])
-    return chi, discarded
+    need = int((tail > cutoff).sum(-1).max().item())
+    chi = max(1, min(max_bond, need, k))
+    return chi, (None if chi == k else tail[..., chi])
+
+
+def _split(a: torch.Tensor, max_bond: int, cutoff: float):
+    """:func:`split` with ``None`` for the discarded weight when nothing was dropped; without
+    autograd the SVD is called directly (no autograd.Function overhead).
+
+    No QR shortcut where nothing can be truncated (``cutoff == 0``, bond ≤ ``max_bond``): the
+    CPU ``geqrf`` of torch 2.13 returns NaN for complex64 columns of ~1e-30 (residual Schmidt
+    directions of a deep circuit), and its backward needs a full-rank R anyway."""
+    grad = _needs_grad(a)
+    if grad:
+        u, s = svd_left(a)
+    else:
+        u, s, _ = torch.linalg.svd(a, full_matrices=False)
+    chi, discarded = _keep_count(s, max_bond, cutoff)
+    if chi < s.shape[-1]:
+        u = u[..., :chi]
+    r = u.mH @ a
+    if discarded is None:           # known on the host: no sync to ask whether weight was dropped
+        return u, r, None
+    discarded = discarded.to(a.device)
+    norm = torch.linalg.vector_norm(r, dim=(-2, -1), keepdim=True)
+    dropped = (discarded > 0)[:, None, None]
+    r = torch.where(dropped, r / norm.clamp_min(torch.finfo(norm.dtype).tiny), r)
+    return u, r, discarded
 
 
 def split(a: torch.Tensor, max_bond: int, cutoff: float):
     """``a`` (B, m, n) → ``(U, R, discarded)`` with ``U`` (B, m, χ) orthonormal columns and
     ``R = U† a`` (B, χ, n), renormalised per sample where weight was discarded."""
-    u, s = svd_left(a)
-    chi, discarded = keep_count(s, max_bond, cutoff)
-    u = u[..., :chi]
-    r = u.mH @ a
-    if chi < s.shape[-1]:           # known on the host: no sync to ask whether weight was dropped
-        norm = torch.linalg.vector_norm(r, dim=(-2, -1), keepdim=True)
-        dropped = (discarded > 0)[:, None, None]
-        r = torch.where(dropped, r / norm.clamp_min(torch.finfo(norm.dtype).tiny), r)
+    u, r, discarded = _split(a, max_bond, cutoff)
+    if discarded is None:
+        discarded = torch.zeros(a.shape[0], dtype=a.real.dtype if a.is_complex() else a.dtype, device=a.device)
     return u, r, discarded

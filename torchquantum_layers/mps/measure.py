@@ -73,7 +73,7 @@ class _Environments:
             a = mps.sites[i]
             if i not in ops:
                 return a
-            return torch.einsum("st,bltr->blsr", self.pauli(ops[i]), a)
+            return torch.matmul(self.pauli(ops[i]), a)             # (2, 2) @ (B, l, 2, r)
         a, b = min(ops), max(ops)
         if b < c:
             env = self.right_of(b)

@@ -61,7 +61,8 @@ def _features(circuit, x, what):
                          f"{x.shape[1]} column(s)")
     if x.device != circuit.device:
         raise TypeError(f"{what}: input x is on {x.device} but the circuit is on {circuit.device}")
-    if not torch.isfinite(x).all():
+    # on CUDA this check would be a host sync per call (as Circuit.prepare, CPU only)
+    if x.device.type == "cpu" and not torch.isfinite(x).all():
         raise ValueError(f"{what}: input features contain NaN or inf")
     return x.to(REAL_OF[circuit.dtype]), squeeze
 
@@ -71,6 +72,38 @@ def _op_matrix(circuit, op, x, weights):
     m = op.gate.matrix(angles, n_wires=len(op.wires), dtype=circuit.dtype, device=circuit.device,
                        data=circuit.data(op))
     return m.conj().transpose(-1, -2) if op.adjoint else m
+
+
+# Matrices (wires sorted) of gates with fixed angles and no data buffer, shared across runs: key
+# (id(gate), angles, adjoint, wire order, dtype, device) → (gate, matrix); the gate is kept and
+# compared by identity so a recycled id cannot return another gate's matrix.
+_FIXED = {}
+_FIXED_MAX = 4096
+
+
+def _fixed_key(circuit, op):
+    if op.data_key is not None or any(not isinstance(a, numbers.Real) or isinstance(a, bool)
+                                      for a in op.angles):
+        return None
+    order = tuple(sorted(range(len(op.wires)), key=lambda j: op.wires[j]))
+    return (id(op.gate), tuple(float(a) for a in op.angles), op.adjoint, order, circuit.dtype,
+            circuit.device)
+
+
+def _sorted_op_matrix(circuit, op, x, weights):
+    """The op's matrix with its wires sorted; fixed-angle gates come from a cache."""
+    key = _fixed_key(circuit, op)
+    if key is not None and not torch.is_inference_mode_enabled():
+        hit = _FIXED.get(key)
+        if hit is not None and hit[0] is op.gate:
+            return hit[1]
+        with torch.no_grad():
+            m = _sorted_matrix(_op_matrix(circuit, op, x, weights), op.wires).contiguous()
+        if len(_FIXED) >= _FIXED_MAX:
+            _FIXED.clear()
+        _FIXED[key] = (op.gate, m)
+        return m
+    return _sorted_matrix(_op_matrix(circuit, op, x, weights), op.wires)
 
 
 def _sorted_matrix(m, wires):
@@ -85,21 +118,34 @@ def _sorted_matrix(m, wires):
     return t.permute(perm).reshape(m.shape)
 
 
-def _apply(mps: MPS, m, wires):
+def _route(wires):
+    """``(start, swaps)``: the block's first site and the SWAPs (left site of each) that bring the
+    sorted wires next to it, in order."""
+    ws = sorted(wires)
+    start = ws[0]
+    swaps = []
+    for t in range(1, len(ws)):
+        for p in range(ws[t] - 1, start + t - 1, -1):      # bubble the t-th wire next to the block
+            swaps.append(p)
+    return start, tuple(swaps)
+
+
+def _apply_sorted(mps: MPS, m, wires, plan=None):
+    """Apply ``m`` (its wires already sorted) to ``wires``; ``plan``: :func:`_route` of them."""
     k = len(wires)
     if k == 1:
         mps.apply_one(m, wires[0])
         return
-    ws = sorted(wires)
-    start = ws[0]
-    swaps = []
-    for t in range(1, k):
-        for p in range(ws[t] - 1, start + t - 1, -1):      # bubble the t-th wire next to the block
-            mps.swap(p, toward="left")
-            swaps.append(p)
-    mps.apply_block(_sorted_matrix(m, wires), start, k, toward="right")
+    start, swaps = plan if plan is not None else _route(wires)
+    for p in swaps:
+        mps.swap(p, toward="left")
+    mps.apply_block(m, start, k, toward="right")
     for p in reversed(swaps):
         mps.swap(p, toward="right")
+
+
+def _apply(mps: MPS, m, wires):
+    _apply_sorted(mps, _sorted_matrix(m, wires), wires)
 
 
 def run(circuit, x=None, *, max_bond: int = 64, cutoff: float = 1e-10, weights=None) -> MPS:
@@ -116,8 +162,14 @@ def run(circuit, x=None, *, max_bond: int = 64, cutoff: float = 1e-10, weights=N
     batch = x.shape[0] if x is not None else 1
     mps = MPS.zeros(circuit.n_wires, batch, circuit.dtype, circuit.device, max_bond=int(max_bond),
                     cutoff=float(cutoff))
+    plans = {}
     for op in circuit.ops:
-        _apply(mps, _op_matrix(circuit, op, x, weights), op.wires)
+        plan = None
+        if len(op.wires) > 1:
+            plan = plans.get(op.wires)
+            if plan is None:
+                plan = plans[op.wires] = _route(op.wires)
+        _apply_sorted(mps, _sorted_op_matrix(circuit, op, x, weights), op.wires, plan)
     return mps
 
 

@@ -5,13 +5,14 @@ is the first site, so a dense index reads the sites' physical indices most signi
 (the library's convention). The state is kept in mixed canonical form around ``center``: sites
 left of it are left-orthonormal, sites right of it right-orthonormal, so every SVD on a bond
 next to the centre sees the true Schmidt values and truncates optimally. All factorisations go
-through :func:`.linalg.split` (differentiable; global phase kept exactly).
+through :func:`.linalg.split` (differentiable; global phase kept exactly). Contractions are
+batched ``matmul`` on reshaped views (no einsum: its dispatch dominated at these small shapes).
 """
 from __future__ import annotations
 
 import torch
 
-from .linalg import split
+from .linalg import _split
 
 MAX_DENSE_WIRES = 20
 """``to_dense`` refuses more wires than this (2**20 amplitudes per sample)."""
@@ -73,7 +74,8 @@ class MPS:
 
     # -- canonical form -----------------------------------------------------------------------
     def _record(self, discarded):
-        self.discarded = self.discarded + discarded
+        if discarded is not None:                # None: nothing dropped (known on the host)
+            self.discarded = self.discarded + discarded
 
     def move_center(self, target: int) -> None:
         """Shift the orthogonality centre to site ``target`` (SVD sweeps, truncating as they go)."""
@@ -81,18 +83,20 @@ class MPS:
             c = self.center
             a = self.sites[c]
             b, l, _, r = a.shape
-            u, rest, disc = split(a.reshape(b, 2 * l, r), self.max_bond, self.cutoff)
+            u, rest, disc = _split(a.reshape(b, 2 * l, r), self.max_bond, self.cutoff)
             self.sites[c] = u.reshape(b, l, 2, -1)
-            self.sites[c + 1] = torch.einsum("bij,bjsr->bisr", rest, self.sites[c + 1])
+            nxt = self.sites[c + 1]
+            self.sites[c + 1] = (rest @ nxt.reshape(b, r, -1)).reshape(b, -1, 2, nxt.shape[-1])
             self._record(disc)
             self.center = c + 1
         while self.center > target:
             c = self.center
             a = self.sites[c]
             b, l, _, r = a.shape
-            u, rest, disc = split(a.reshape(b, l, 2 * r).mH, self.max_bond, self.cutoff)
+            u, rest, disc = _split(a.reshape(b, l, 2 * r).mH, self.max_bond, self.cutoff)
             self.sites[c] = u.mH.reshape(b, -1, 2, r)
-            self.sites[c - 1] = torch.einsum("blsj,bji->blsi", self.sites[c - 1], rest.mH)
+            prv = self.sites[c - 1]
+            self.sites[c - 1] = (prv.reshape(b, -1, l) @ rest.mH).reshape(b, prv.shape[1], 2, -1)
             self._record(disc)
             self.center = c - 1
 
@@ -101,10 +105,8 @@ class MPS:
         """A one-qubit gate ``(2, 2)`` or ``(B, 2, 2)``: contracted into the site; a unitary on the
         physical index keeps the site's orthonormality, so the centre stays where it is."""
         a = self.sites[site]
-        if matrix.dim() == 2:
-            self.sites[site] = torch.einsum("st,bltr->blsr", matrix, a)
-        else:
-            self.sites[site] = torch.einsum("bst,bltr->blsr", matrix, a)
+        # (2, 2) @ (B, l, 2, r) broadcasts; a batched (B, 2, 2) gets the l axis
+        self.sites[site] = torch.matmul(matrix if matrix.dim() == 2 else matrix.unsqueeze(1), a)
 
     def apply_block(self, matrix: torch.Tensor, start: int, k: int, toward: str = "right") -> None:
         """A k-qubit gate ``(d, d)`` or ``(B, d, d)`` (d = 2**k) on the adjacent sites
@@ -116,13 +118,15 @@ class MPS:
         theta = self.sites[start]
         b, l = theta.shape[:2]
         for i in range(start + 1, stop + 1):
-            theta = torch.einsum("bldj,bjsr->bldsr", theta, self.sites[i]).reshape(b, l, -1, self.sites[i].shape[-1])
+            nxt = self.sites[i]
+            j, rr = nxt.shape[1], nxt.shape[-1]
+            theta = (theta.reshape(b, -1, j) @ nxt.reshape(b, j, 2 * rr)).reshape(b, l, -1, rr)
         r = theta.shape[-1]
         theta = torch.matmul(matrix.unsqueeze(-3), theta)         # (…, d, d) @ (B, l, d, r)
         if toward == "right":
             for i in range(start, stop):
                 rest_dim = theta.shape[2] // 2
-                u, theta, disc = split(theta.reshape(b, l * 2, rest_dim * r), self.max_bond, self.cutoff)
+                u, theta, disc = _split(theta.reshape(b, l * 2, rest_dim * r), self.max_bond, self.cutoff)
                 self.sites[i] = u.reshape(b, l, 2, -1)
                 l = u.shape[-1]
                 theta = theta.reshape(b, l, rest_dim, r)
@@ -132,7 +136,7 @@ class MPS:
         else:
             for i in range(stop, start, -1):
                 rest_dim = theta.shape[2] // 2
-                u, rest, disc = split(theta.reshape(b, l * rest_dim, 2 * r).mH, self.max_bond, self.cutoff)
+                u, rest, disc = _split(theta.reshape(b, l * rest_dim, 2 * r).mH, self.max_bond, self.cutoff)
                 self.sites[i] = u.mH.reshape(b, -1, 2, r)
                 r = u.shape[-1]
                 theta = rest.mH.reshape(b, l, rest_dim, r)
@@ -146,18 +150,20 @@ class MPS:
         a, c = self.sites[site], self.sites[site + 1]
         b, l = a.shape[:2]
         r = c.shape[-1]
-        theta = torch.einsum("blsj,bjtr->bltsr", a, c).reshape(b, l, 4, r)   # physical order swapped
+        j = a.shape[-1]
+        theta = (a.reshape(b, 2 * l, j) @ c.reshape(b, j, 2 * r)).reshape(b, l, 2, 2, r)
+        theta = theta.transpose(2, 3).reshape(b, l, 4, r)                  # physical order swapped
         self._split_pair(theta, site, toward)
 
     def _split_pair(self, theta, site, toward):
         b, l, _, r = theta.shape
         if toward == "right":
-            u, rest, disc = split(theta.reshape(b, l * 2, 2 * r), self.max_bond, self.cutoff)
+            u, rest, disc = _split(theta.reshape(b, l * 2, 2 * r), self.max_bond, self.cutoff)
             self.sites[site] = u.reshape(b, l, 2, -1)
             self.sites[site + 1] = rest.reshape(b, -1, 2, r)
             self.center = site + 1
         else:
-            u, rest, disc = split(theta.reshape(b, l * 2, 2 * r).mH, self.max_bond, self.cutoff)
+            u, rest, disc = _split(theta.reshape(b, l * 2, 2 * r).mH, self.max_bond, self.cutoff)
             self.sites[site + 1] = u.mH.reshape(b, -1, 2, r)
             self.sites[site] = rest.mH.reshape(b, l, 2, -1)
             self.center = site

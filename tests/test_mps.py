@@ -8,6 +8,7 @@ import torch
 
 import torchquantum_layers as tql
 from torchquantum_layers import mps
+from torchquantum_layers import optimization as opt
 
 from . import oracle
 
@@ -279,3 +280,18 @@ def test_rejects_noisy_circuits_wide_gates_and_other_methods():
         mps.run(wide)
     with pytest.raises(ValueError, match="diff_method"):
         mps.expval(tql.Circuit(2).h(0), "Z0", diff_method="adjoint")
+
+
+def test_qaoa_on_a_60_node_ring_matches_the_analytic_p1_value():
+    # p = 1 MaxCut on a triangle-free 2-regular graph: every edge contributes the same expected cut,
+    # 1/2 - sin(4β) sin(2γ) / 4 in this library's angle convention (RZZ(2γJ), J = 1/2; RX(2β)),
+    # checked against the state vector at 12 nodes; 60 nodes only fit as an MPS
+    gamma, beta = 0.4, 0.3
+    per_edge = 0.5 - math.sin(4 * beta) * math.sin(2 * gamma) / 4
+    angles = torch.tensor([[gamma, beta]], dtype=torch.float64)
+    small = opt.maxcut(opt.cycle_graph(12))
+    circuit = opt.qaoa_circuit(small, 1, dtype=torch.complex128)
+    assert float(tql.expval(circuit, small.hamiltonian, x=angles)[0]) == pytest.approx(-12 * per_edge, abs=1e-12)
+    ring = opt.maxcut(opt.cycle_graph(60))
+    value = tql.mps.expval(opt.qaoa_circuit(ring, 1, dtype=torch.complex128), ring.hamiltonian, x=angles, max_bond=16)
+    assert float(value[0]) == pytest.approx(-60 * per_edge, abs=1e-9)

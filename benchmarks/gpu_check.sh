@@ -18,3 +18,5 @@ timeout 300 $PY -m pytest -q -p no:cacheprovider -x tests/test_gpu_kernels.py te
     tests/test_recorded.py tests/test_gates.py 2>&1 | tee "$OUT/tests.log" | tail -5
 timeout 240 $PY benchmarks/kernels.py --device cuda --nmin 20 --nmax 28 --step 2 --fuse-widths 4 --rounds 5 \
     2> "$OUT/kernels.err" | tee "$OUT/kernels.md"
+# last, so that a slow run still leaves the points above: the MPS simulator's tests on the device
+timeout 60 $PY -m pytest -q -p no:cacheprovider tests/test_mps.py tests/test_mps_layer.py 2>&1 | tee "$OUT/mps_tests.log" | tail -3

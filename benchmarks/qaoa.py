@@ -2,6 +2,7 @@
 
     python benchmarks/qaoa.py [--n 20] [--p 5] [--starts 16] [--threads T] [--circuit] [--no-append]
                               [--no-backprop] [--no-former] [--half-only] [--repeats R]
+    python benchmarks/qaoa.py --single-start [--sizes 10,12,14,16,18,20] [--p 3] [--dtypes c64,c128]
 
 * value + gradient of the expected cost of a batch of starts (MaxCut, random 3-regular graph with
   n nodes, seed 1) for each differentiation route: our adjoint sweep on the half register (the
@@ -14,6 +15,12 @@
 * one cost layer exp(-iγ_s C) on a (starts, 2^n) complex64 state, in place (the phase table gather
   + one multiply, what the adjoint path runs) and out of place (what backprop runs), in units of
   one ``torch.clone`` of that state measured in the same run.
+
+``--single-start`` times instead the most common use, ONE start (angles (1, 2p)): value + gradient
+through the engine (``opt.qaoa``, adjoint) and through the same QAOA as a plain ``Circuit``
+(``opt.qaoa_circuit`` + ``tql.expval``, adjoint and backprop), timed in turn in the same run, for
+n = 10 … 20 in complex64 and complex128, with each time as a multiple of one ``torch.clone`` of the
+(1, 2^n) state and the engine / best-Circuit ratio.
 
 Prints a table and appends it to benchmarks/RESULTS.md under "## QAOA (issue 7)" with the date,
 machine, torch threads and load average (the 2-core CI machine is shared: its load changes the
@@ -80,10 +87,69 @@ def circuit_value_and_grad(circ, ham, angles, method):
     return fn
 
 
+def single_start(args):
+    """Rows of the ``--single-start`` mode (see the module docstring)."""
+    import torchquantum_layers as tql
+    p = args.p
+    rows = []
+    load0 = os.getloadavg()[0]
+    for dts in args.dtypes.split(","):
+        dt = {"c64": torch.complex64, "c128": torch.complex128}[dts]
+        rdt = torch.float32 if dt == torch.complex64 else torch.float64
+        for n in [int(v) for v in args.sizes.split(",")]:
+            problem = opt.maxcut(opt.random_regular_graph(3, n, seed=1))
+            angles = opt.perturb(opt.linear_ramp(p, 0.6), 1, 0.05,
+                                 generator=torch.Generator().manual_seed(0)).to(rdt).reshape(1, 2 * p)
+            model = opt.qaoa(problem, p, dtype=dt)
+            circ = opt.qaoa_circuit(problem, p, dtype=dt)
+            ham = problem.hamiltonian
+
+            def circ_fn(method):
+                def fn():
+                    a = angles[0].clone().requires_grad_(True)
+                    tql.expval(circ, ham, x=a, diff_method=method).sum().backward()
+                    return a.grad
+                return fn
+            fns = [value_and_grad(model, angles), circ_fn("adjoint"), circ_fn("backprop")]
+            g_eng, g_adj, g_bp = (fn() for fn in fns)
+            agree = max(float((g_adj - g_eng[0]).abs().max()), float((g_bp - g_eng[0]).abs().max()))
+            # many short calls per sample: the step is ~ms, the clone ~µs
+            reps = max(args.repeats, 15)
+            loops = 1 if n >= 18 else 10
+
+            def looped(fn):
+                def run():
+                    for _ in range(loops):
+                        fn()
+                return run
+            ts = [t / loops for t in step_times_interleaved([looped(f) for f in fns], reps)]
+            tc = clone_time(torch.zeros(1, 2 ** n, dtype=dt))
+            best = min(ts[1], ts[2])
+            rows.append([dts, n, *(f"{t * 1e3:.2f}" for t in ts), *(f"{t / tc:.0f}" for t in ts),
+                         f"{ts[0] / best:.2f}", f"{agree:.0e}"])
+            print("  " + " ".join(str(c) for c in rows[-1]), flush=True)
+    load1 = os.getloadavg()[0]
+    text = [f"### {today()} — {machine()} — single start",
+            f"MaxCut on a random 3-regular graph (seed 1), p = {p}, ONE start (angles (1, {2 * p})): value + "
+            f"gradient; engine = ``opt.qaoa`` (adjoint), Circuit = ``opt.qaoa_circuit`` + ``tql.expval``; "
+            f"the three routes timed in turn (A B C A B C …), medians; × clone = over one torch.clone of the "
+            f"(1, 2^n) state. torch threads {torch.get_num_threads()}; load average {load0:.1f} → {load1:.1f}.",
+            "",
+            table(rows, ["dtype", "n", "engine ms", "Circuit adjoint ms", "Circuit backprop ms",
+                         "engine × clone", "Circ adj × clone", "Circ bp × clone", "engine / best Circuit",
+                         "max |Δgrad|"]),
+            ""]
+    return "\n".join(text)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--single-start", action="store_true",
+                    help="one start, engine vs qaoa_circuit + tql.expval, n in --sizes (see above)")
+    ap.add_argument("--sizes", default="10,12,14,16,18,20", help="--single-start: register sizes")
+    ap.add_argument("--dtypes", default="c64,c128", help="--single-start: c64 and/or c128")
     ap.add_argument("--n", type=int, default=20)
-    ap.add_argument("--p", type=int, default=5)
+    ap.add_argument("--p", type=int, default=None, help="layers (default 5; 3 with --single-start)")
     ap.add_argument("--starts", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
@@ -97,6 +163,15 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.p is None:
+        args.p = 3 if args.single_start else 5
+    if args.single_start:
+        out = single_start(args)
+        print()
+        print(out)
+        if not args.no_append:
+            append_section(out)
+        return
     n, p, S = args.n, args.p, args.starts
     load0 = os.getloadavg()[0]
     gen = torch.Generator().manual_seed(0)

@@ -11,7 +11,7 @@ import torch
 from ..caching import building_cache
 from ..kernels.apply import apply_matrix_unchecked
 from ..kernels.state import REAL_OF
-from .qaoa_ops import _im_dot, _re_dot, _real_block_generator, _real_block_matrix, _ry2
+from .qaoa_ops import _im_dot, _re_dot, _real_block_generator, _ry_block_matrices
 from .qaoa_mixers import WIRE_MIXERS
 from .workspace import SINGLE_THREAD_BELOW, _Lease, _threads
 
@@ -112,10 +112,11 @@ class _InPlaceSweeps:
         ms = (torch.sin(beta) * (-1j * sign)).to(X.dtype).view(B, 1)
         X.mul_(c).addcmul_(T, ms)
 
-    def _run_inplace(self, gam, bet):
-        """Forward without autograd; returns the final state in a pool buffer."""
+    def _run_inplace(self, gam, bet, prep=None):
+        """Forward without autograd; returns the final state in a pool buffer. ``prep``: the real
+        route's :meth:`_sweep_prep` (made here when None)."""
         if self._real_route:
-            return self._run_inplace_real(gam, bet)
+            return self._run_inplace_real(gam, bet, prep)
         c = self._consts()
         B, N = gam.shape[0], self._sim_size
         pool = self._pool
@@ -162,96 +163,164 @@ class _InPlaceSweeps:
         return X, Y
 
     # -- the real route of the X mixer (see MIXER_KERNELS) -----------------------------------------
-    def _run_inplace_real(self, gam, bet):
+    def _sweep_prep(self, gam, bet, backward: bool) -> dict:
+        """What the real route's sweeps need that depends on the angles only, for all p layers at
+        once (a few small ops in all; made layer by layer they dominated the time of one start on
+        a small register): ``cos``/``sin`` (B, p); ``fwd``/``bwd``: per RY block the layers' Mᵀ
+        (B, d, d) / stacked for [φ; λ] (2B, d, d); and with a level table, the phase tables of the
+        forward (exp(-iγC), fused with wire 0's rotation under the symmetry) and, with
+        ``backward``, of the reverse sweep (exp(+iγC)). Made once by the forward and reused by the
+        backward (``ctx.prep``); elementwise the same products as the per-layer construction."""
+        c = self._consts()
+        B, p = gam.shape[0], self.p
+        D = 2 if backward else 1
+        cos_b, sin_b = torch.cos(bet), torch.sin(bet)                   # (B, p)
+        mats = _ry_block_matrices(cos_b.t(), sin_b.t(), self._rblocks, transpose=True, reps=D)
+        prep = {"cos": cos_b, "sin": sin_b,
+                "fwd": {key: m.select(1, 0).unbind(0) for key, m in mats.items()}}
+        if backward:
+            prep["bwd"] = {key: m.view(p, 2 * B, *m.shape[-2:]).unbind(0) for key, m in mats.items()}
+        if "levels" not in c:
+            return prep
+        dt = self.dtype
+        g64 = gam.t().to(torch.float64)                                  # (p, B)
+        sg = torch.stack([-g64, g64])[:D] if backward else (-1.0 * g64).unsqueeze(0)
+        ang = sg[..., None] * c["levels"]                                # (D, p, B, K)
+        tab = torch.polar(torch.ones_like(ang), ang)
+        if not self._z2:
+            tab = tab.to(dt)
+            prep["tab"] = tab[0].unbind(0)
+            if backward:
+                prep["tab_c"] = tab[1].unbind(0)
+            return prep
+        # wire 0's rotation rides in the tables: forward layer l (≥ 1) with β_{l-1}, layer 0 plain
+        # (cos = 1, sin = 0); backward layer l with β_l and the opposite sign of sin
+        cb = cos_b.t().to(torch.float64)
+        sb = sin_b.t().to(torch.float64)
+        one = torch.ones(1, B, dtype=torch.float64, device=cb.device)
+        cbf = torch.cat([one, cb[:-1]])
+        sbf = torch.cat([one - 1, sb[:-1]])
+        CB = torch.stack([cbf, cb])[:D] if backward else cbf.unsqueeze(0)
+        SB = torch.stack([sbf, -sb])[:D] if backward else sbf.unsqueeze(0)
+        t1 = (tab * CB[..., None]).to(dt)
+        t2 = (tab * (SB[..., None] * c["kappa"])).to(dt)
+        t2 = torch.cat([t2, -t2], dim=-1)                # second half: σ = -1 (index + K)
+        prep["t1"], prep["t2"] = t1[0].unbind(0), t2[0].unbind(0)
+        if backward:
+            prep["t1_c"], prep["t2_c"] = t1[1].unbind(0), t2[1].unbind(0)
+        return prep
+
+    def _run_inplace_real(self, gam, bet, prep=None):
         """Forward in the frame φ = Dψ; returns φ in a pool buffer. Wire 0's rotation (half
         register) is fused with the next layer's cost phase, φ ← (c P) ⊙ φ + (s κσ P) ⊙ reverse(φ):
         the cos/sin and the signs ride in the gathered phase tables, which saves the sign multiply,
-        a scaling pass and the separate phase multiply."""
+        a scaling pass and the separate phase multiply. The angle-only data of all layers
+        (:meth:`_sweep_prep`) and the views of the buffers are made before the sweep."""
         c = self._consts()
         B, N = gam.shape[0], self._sim_size
+        p = self.p
         pool = self._pool
-        take = lambda: pool.take((B, N), self.dtype, self.device)      # noqa: E731
-        X, P, Y = take(), take(), take()
-        T = take() if self._z2 else None
-        torch.mul(self._rows(c["init_f"], B), self._phase_into(gam[:, 0], P, fast=True), out=X)
+        dt, dev = self.dtype, self.device
+        if prep is None:
+            prep = self._sweep_prep(gam, bet, backward=False)
+        X, P, Y = (pool.take((B, N), dt, dev) for _ in range(3))
+        T = pool.take((B, N), dt, dev) if self._z2 else None
+        mats = prep["fwd"]
+        levels = "levels" in c
+        views = self._layer_views((X, Y), B)
+        if not levels:
+            self._phase_into(gam[:, 0], P, fast=True)
+        else:
+            self._gather_rows(prep["t1" if self._z2 else "tab"][0], c["index_s"], P)
+        torch.mul(self._rows(c["init_f"], B), P, out=X)
+        rev = c["rev"].expand(B, N) if self._z2 else None
         for l in range(self.p):
-            X, Y = self._ry_layer(X, Y, bet[:, l])
+            X, Y = self._ry_layer(X, Y, mats, l, views)
             if not self._z2:
-                if l + 1 < self.p:
-                    X.mul_(self._phase_into(gam[:, l + 1], P, fast=True))
-            elif l + 1 < self.p:
-                torch.gather(X, 1, c["rev"].expand(B, N), out=T)
-                self._w0_phase(gam[:, l + 1], bet[:, l], P, Y, conj=False)
+                if l + 1 < p:
+                    if levels:
+                        self._gather_rows(prep["tab"][l + 1], c["index_s"], P)
+                    else:
+                        self._phase_into(gam[:, l + 1], P, fast=True)
+                    X.mul_(P)
+            elif l + 1 < p:
+                torch.gather(X, 1, rev, out=T)
+                if levels:
+                    self._gather_rows(prep["t1"][l + 1], c["index_s"], P)
+                    self._gather_rows(prep["t2"][l + 1], c["index_sig"], Y)
+                else:
+                    self._w0_phase(gam[:, l + 1], bet[:, l], P, Y, conj=False)
                 X.mul_(P).addcmul_(T, Y)
             else:
-                self._wire0_real(X, P, bet[:, l], 1.0)
+                self._wire0_real(X, P, prep["cos"][:, l], prep["sin"][:, l], 1.0)
         pool.give(P, Y, T)
         return X
 
+    def _layer_views(self, bufs, B):
+        """Per (B, N) buffer and RY block: the GEMM input view (B, R, d) and output view (B, R, d)
+        of its real planes (see :meth:`_ry_layer`)."""
+        out = {}
+        for buf in bufs:
+            N = buf.shape[1]
+            r = torch.view_as_real(buf)
+            per = {}
+            for key in self._rblocks:
+                d = 2 ** key[0]
+                R = 2 * N // d
+                per[key] = (r.view(B, d, R).transpose(1, 2), r.view(B, R, d))
+            out[id(buf)] = per
+        return out
+
+    def _gather_rows(self, tab, index, out):
+        """out (B, N) = tab (B, K) at index (G, N), the rows of graph g reading index[g]."""
+        B, N = out.shape
+        G = index.shape[0]
+        if G == 1:
+            torch.gather(tab, 1, index[0].expand(B, N), out=out)
+        else:
+            torch.gather(tab.view(G, B // G, tab.shape[-1]), 2, index.unsqueeze(1).expand(G, B // G, N),
+                         out=out.view(G, B // G, N))
+        return out
+
     def _w0_phase(self, gamma, beta, Q1, Q2, conj: bool):
         """Q1 = cos β · exp(∓iγC), Q2 = ±sin β · κσ · exp(∓iγC) (upper signs: forward), so that
-        exp(∓iγC) after / before wire 0's rotation is Q1 ⊙ φ + Q2 ⊙ reverse(φ)."""
+        exp(∓iγC) after / before wire 0's rotation is Q1 ⊙ φ + Q2 ⊙ reverse(φ). For costs without a
+        level table (with one, :meth:`_sweep_prep` makes these tables for all layers at once)."""
         c = self._consts()
-        B, G, N = gamma.shape[0], self.n_graphs, Q1.shape[1]
         cb = torch.cos(beta).to(torch.float64)[:, None]
         sb = torch.sin(beta).to(torch.float64)[:, None] * (-1.0 if conj else 1.0)
-        if "levels" in c:
-            sign = 1.0 if conj else -1.0
-            ang = sign * gamma.to(torch.float64)[:, None] * c["levels"][None, :]
-            tab = torch.polar(torch.ones_like(ang), ang)                         # (B, K) c128
-            K = tab.shape[1]
-            t1 = (tab * cb).to(Q1.dtype)
-            t2 = (tab * (sb * c["kappa"])).to(Q1.dtype)
-            t2 = torch.cat([t2, -t2], dim=1)          # second half: σ = -1 (index + K)
-            if G == 1:
-                torch.gather(t1, 1, c["index_s"][0].expand(B, N), out=Q1)
-                torch.gather(t2, 1, c["index_sig"][0].expand(B, N), out=Q2)
-            else:
-                torch.gather(t1.view(G, B // G, K), 2, c["index_s"].unsqueeze(1).expand(G, B // G, N),
-                             out=Q1.view(G, B // G, N))
-                torch.gather(t2.view(G, B // G, 2 * K), 2, c["index_sig"].unsqueeze(1).expand(G, B // G, N),
-                             out=Q2.view(G, B // G, N))
-            return
         self._phase_into(gamma, Q1, conj=conj, fast=True)
         torch.mul(Q1, c["ksig"], out=Q2)
         Q2.mul_(sb.to(Q1.dtype))
         Q1.mul_(cb.to(Q1.dtype))
 
-    def _ry_mats(self, beta):
-        """{(axes, has_c): Mᵀ (B, d, d)} for one layer (Mᵀ is what both sweeps multiply by)."""
-        r = _ry2(beta, REAL_OF[self.dtype])
-        mats = {}
+    def _ry_layer(self, X, Y, mats, l, views=None):
+        """RY(2β_l)^{⊗m} on the real planes: per block one real bmm that applies the block to the
+        leading axes and moves them to the end (after all blocks the layout is restored). ``mats``:
+        {block: the transposed blocks of every layer}, indexable by layer (:func:`_ry_block_matrices`,
+        unbound); ``views``: :meth:`_layer_views` of X and Y (made here when None)."""
+        if views is None:
+            views = self._layer_views((X, Y), X.shape[0])
         for key in self._rblocks:
-            if key not in mats:
-                mats[key] = _real_block_matrix(r, *key).transpose(1, 2).contiguous()
-        return mats
-
-    def _ry_layer(self, X, Y, beta):
-        """RY(2β)^{⊗m} on the real planes: per block one real bmm that applies the block to the
-        leading axes and moves them to the end (after all blocks the layout is restored)."""
-        B, N = X.shape
-        mats = self._ry_mats(beta)
-        for key in self._rblocks:
-            d = 2 ** key[0]
-            R = 2 * N // d
-            torch.bmm(torch.view_as_real(X).view(B, d, R).transpose(1, 2), mats[key],
-                      out=torch.view_as_real(Y).view(B, R, d))
+            torch.bmm(views[id(X)][key][0], mats[key][l], out=views[id(Y)][key][1])
             X, Y = Y, X
         return X, Y
 
-    def _wire0_real(self, X, T, beta, sign: float):
+    def _wire0_real(self, X, T, cb, sb, sign: float):
         """RX(±2β) on wire 0 in the frame (half register): X ← cos β X ± sin β κσ ⊙ reverse(X)."""
         c = self._consts()
         B, N = X.shape
         torch.gather(X, 1, c["rev"].expand(B, N), out=T)
         T.mul_(c["ksig"])
-        X.mul_(torch.cos(beta).to(X.dtype).view(B, 1)).addcmul_(T, (sign * torch.sin(beta)).to(X.dtype).view(B, 1))
+        X.mul_(cb.to(X.dtype).view(B, 1)).addcmul_(T, (sign * sb).to(X.dtype).view(B, 1))
 
-    def _backward_real(self, gam, bet, psi, grad_out, want_state, diag=None):
+    def _backward_real(self, gam, bet, psi, grad_out, want_state, diag=None, prep=None):
         """Adjoint sweep of the real route with φ and λ stacked in one (2B, N) buffer, so that each
         un-compute (GEMM, reversal, phase) is one call over both. Per layer: the mixer blocks
         (wire 0's rotation commutes with them, so it is undone after them, fused with the cost
-        phase); dL/dγ = Im⟨λ|Cφ⟩ does not change under the phase, so it is taken after it."""
+        phase); dL/dγ = Im⟨λ|Cφ⟩ does not change under the phase, so it is taken after it. The
+        angle-dependent blocks and tables of all layers and the views of the buffers are made
+        before the sweep (a few ops in all: for small registers the per-op overhead dominates)."""
         c = self._consts()
         B, N = psi.shape
         G, p = self.n_graphs, self.p
@@ -274,32 +343,70 @@ class _InPlaceSweeps:
             Lam.mul_(((4 if self._z2 else 2) * grad_out.reshape(B, 1)).to(Lam.dtype))
         T = pool.take((2 * B, N), dt, dev)
         Y = pool.take((2 * B, N), dt, dev)
-        dgam = torch.zeros(B, p, dtype=torch.float64, device=dev)
-        dbet = torch.zeros(B, p, dtype=torch.float64, device=dev)
+        if prep is None or "bwd" not in prep:
+            prep = self._sweep_prep(gam, bet, backward=True)
+        mats = prep["bwd"]
+        levels = "levels" in c
+        rdt = REAL_OF[dt]
+        gens = {key: _real_block_generator(*key, rdt, dev).reshape(-1) for key in self._rblocks}
+        views = self._stack_views((Z, Y), B, gens)
+        halves = {id(buf): self._halves(buf, B, G) for buf in (Z, Y, T)}
+        rev = c["rev"].expand(2 * B, N)
+        ones2 = c["ones2"]
+        mid = c["mid_s"] if G == 1 else c["mid_s"].unsqueeze(1)
+        gterms, bterms = [None] * p, [None] * p
         for l in reversed(range(p)):
-            Z, Y, g = self._ry_layer_backward(Z, Y, bet[:, l])
+            Z, Y, terms = self._ry_layer_backward(Z, Y, mats, views, l)
+            z, y, t = halves[id(Z)], halves[id(Y)], halves[id(T)]
             # Y is free scratch from here to the next layer's GEMMs
             if self._z2:
                 # wire 0: dL/dβ += Re⟨λ|Kφ⟩, K = κσ reverse (taken anywhere in the mixer: K
                 # commutes with every RY), then φ, λ ← exp(+iγC) (cos β - sin β K) (·)
-                torch.gather(Z, 1, c["rev"].expand(2 * B, N), out=T)
+                torch.gather(Z, 1, rev, out=T)
                 if "ksig_w" in c:
-                    g = g + self._re_dot_w(Z[B:], T[:B], c["ksig_w"], Y[:B])
+                    torch.mul(z["lo_r"], t["up_r"], out=y["up_r"])
+                    terms.append(torch.mv(y["up_r"], c["ksig_w"]))
                 else:
-                    g = g + self._re_dot_w(Z[B:], torch.mul(T[:B], c["ksig"], out=Y[B:]), c["ones2"], Y[:B])
-                Q1, Q2 = Y[:B], Y[B:]
-                self._w0_phase(gam[:, l], bet[:, l], Q1, Q2, conj=True)
-                Z.view(2, B, N).mul_(Q1).addcmul_(T.view(2, B, N), Q2)
+                    torch.mul(t["up"], c["ksig"], out=y["lo"])
+                    torch.mul(z["lo_r"], y["lo_r"], out=y["up_r"])
+                    terms.append(torch.mv(y["up_r"], ones2))
+                if levels:
+                    self._gather_rows(prep["t1_c"][l], c["index_s"], y["up"])
+                    self._gather_rows(prep["t2_c"][l], c["index_sig"], y["lo"])
+                else:
+                    self._w0_phase(gam[:, l], bet[:, l], y["up"], y["lo"], conj=True)
+                z["both"].mul_(y["up"]).addcmul_(t["both"], y["lo"])
             else:
-                self._phase_into(gam[:, l], Y[:B], conj=True, fast=True)
-                Z.view(2, B, N).mul_(Y[:B])
-            dbet[:, l] = g
+                if levels:
+                    self._gather_rows(prep["tab_c"][l], c["index_s"], y["up"])
+                else:
+                    self._phase_into(gam[:, l], y["up"], conj=True, fast=True)
+                z["both"].mul_(y["up"])
+            bterms[l] = terms
             # cost layer: dL/dγ = Re⟨λ|-iC|φ⟩
-            W = Y[:B]
-            torch.mul(Z[:B].view(G, B // G, N), c["mid_s"].unsqueeze(1), out=W.view(G, B // G, N))
-            dgam[:, l] = self._re_dot_w(Z[B:], W, c["ones2"], W)
+            if G == 1:
+                torch.mul(z["up"], mid, out=y["up"])
+            else:
+                torch.mul(z["up"].view(G, B // G, N), mid, out=y["up"].view(G, B // G, N))
+            torch.mul(z["lo_r"], y["up_r"], out=y["up_r"])
+            gterms[l] = torch.mv(y["up_r"], ones2)
         pool.give(T, Y, Z)
-        return dgam, dbet
+        # the terms of each layer summed in float64, in the order of the former per-layer sweep
+        dgam = torch.stack(gterms, 1).to(torch.float64)
+        nb = len(bterms[0])
+        bt = torch.stack([x for terms in bterms for x in terms]).view(p, nb, B).to(torch.float64)
+        dbet = bt[:, 0]
+        for i in range(1, nb):
+            dbet = dbet + bt[:, i]
+        return dgam, dbet.t()
+
+    @staticmethod
+    def _halves(buf, B, G):
+        """Views of a stacked (2B, N) buffer: the upper (φ) and lower (λ) halves, their real planes
+        as (B, 2N), and the (2, B, N) stack."""
+        N = buf.shape[1]
+        r = torch.view_as_real(buf).view(2 * B, 2 * N)
+        return {"up": buf[:B], "lo": buf[B:], "up_r": r[:B], "lo_r": r[B:], "both": buf.view(2, B, N)}
 
     @staticmethod
     def _re_dot_w(a, b, w, scratch):
@@ -311,26 +418,36 @@ class _InPlaceSweeps:
         torch.mul(torch.view_as_real(a).view(B, 2 * N), torch.view_as_real(b).view(B, 2 * N), out=sr)
         return torch.mv(sr, w).to(torch.float64)
 
-    def _ry_layer_backward(self, Z, Y, beta):
+    def _ry_layer_backward(self, Z, Y, mats, views, l):
         """Reverse of _ry_layer on the stacked [φ; λ], accumulating dL/dβ = Σ_blocks ⟨λ|K|φ⟩ from
-        the Gram matrix Λᵀ Φ of each block (d × d, the block's axes trailing)."""
-        B2, N = Z.shape
-        B = B2 // 2
-        rdt = REAL_OF[self.dtype]
-        mats = self._ry_mats(beta)
-        mats2 = {}
-        grad = torch.zeros(B, dtype=torch.float64, device=Z.device)
+        the Gram matrix Λᵀ Φ of each block (d × d, the block's axes trailing), contracted with the
+        flattened generator K by one GEMV. ``views``: :meth:`_stack_views` of the two buffers;
+        returns the per-block terms (B,) in the real dtype."""
+        terms = []
         for key in reversed(self._rblocks):
-            d = 2 ** key[0]
-            R = 2 * N // d
-            if key not in mats2:
-                mats2[key] = torch.cat([mats[key], mats[key]])
-            zr = torch.view_as_real(Z).view(B2, R, d)
-            gram = torch.bmm(zr[B:].transpose(1, 2), zr[:B])
-            grad += (gram * _real_block_generator(*key, rdt, Z.device)).sum((1, 2)).to(torch.float64)
-            torch.bmm(mats2[key], zr.transpose(1, 2), out=torch.view_as_real(Y).view(B2, d, R))
+            lam_t, phi, z_t, gen, _ = views[id(Z)][key]
+            gram = torch.bmm(lam_t, phi)
+            terms.append(torch.mv(gram.view(gram.shape[0], -1), gen))
+            torch.bmm(mats[key][l], z_t, out=views[id(Y)][key][4])
             Z, Y = Y, Z
-        return Z, Y, grad
+        return Z, Y, terms
+
+    def _stack_views(self, bufs, B, gens):
+        """Per (2B, N) buffer and RY block: (Λᵀ view, Φ view, Zᵀ view, flattened generator,
+        output view) of its real planes — built once per sweep instead of once per layer."""
+        out = {}
+        N = bufs[0].shape[1]
+        for buf in bufs:
+            r = torch.view_as_real(buf)
+            per = {}
+            for key in self._rblocks:
+                d = 2 ** key[0]
+                R = 2 * N // d
+                zr = r.view(2 * B, R, d)
+                per[key] = (zr[B:].transpose(1, 2), zr[:B], zr.transpose(1, 2), gens[key],
+                            r.view(2 * B, d, R))
+            out[id(buf)] = per
+        return out
 
     def _generic_layer(self, X, beta, inverse: bool):
         n = self.n_qubits
@@ -344,12 +461,12 @@ class _InPlaceSweeps:
             X = apply_matrix_unchecked(X, mats[key], wires, n)
         return X
 
-    def _backward(self, gam, bet, psi, grad_out, want_state, diag=None):
+    def _backward(self, gam, bet, psi, grad_out, want_state, diag=None, prep=None):
         """Adjoint sweep: returns (dγ (B, p), dβ (B, p)) in float64. ``diag`` (B, N_sim) real: the
         loss's gradient in the simulated register's probabilities (the sweep of ⟨ψ|diag|ψ⟩ per row),
         replacing ``grad_out`` and the cost diagonal."""
         if self._real_route:
-            return self._backward_real(gam, bet, psi, grad_out, want_state, diag)
+            return self._backward_real(gam, bet, psi, grad_out, want_state, diag, prep)
         c = self._consts()
         B, N = psi.shape
         G, p = self.n_graphs, self.p
@@ -458,12 +575,15 @@ class _AdjointQAOA(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, gam, bet, model: QAOA, want_state: bool):
+        needs = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
         with torch.no_grad(), _threads(model._threads_for(gam.shape[0])):
-            psi = model._run_inplace(gam, bet)             # the simulated register, a pool buffer
-            needs = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+            # the angle-only data of both sweeps, made once (the backward reuses it)
+            prep = model._sweep_prep(gam, bet, backward=needs) if model._real_route else None
+            psi = model._run_inplace(gam, bet, prep)       # the simulated register, a pool buffer
             out = model._state_out(psi) if want_state else model._energy_sim(psi)
             ctx.model, ctx.want_state = model, want_state
             ctx.psi = psi if needs else None
+            ctx.prep = prep if needs else None
             if out is not psi:            # psi is not handed to the caller: recycle it
                 if needs:
                     ctx.lease = _Lease(model._pool, psi)
@@ -488,7 +608,8 @@ class _AdjointQAOA(torch.autograd.Function):
             dg, db = (next(grads) if need else None for need in needs)
             return dg, db, None, None
         with torch.no_grad(), _threads(ctx.model._threads_for(gam.shape[0])):
-            dg, db = ctx.model._backward(gam.detach(), bet.detach(), ctx.psi, grad_out, ctx.want_state)
+            dg, db = ctx.model._backward(gam.detach(), bet.detach(), ctx.psi, grad_out, ctx.want_state,
+                                         prep=ctx.prep)
         return dg.to(gam.dtype), db.to(bet.dtype), None, None
 
 

@@ -65,8 +65,9 @@ class _BackpropSweeps:
         return c
 
     # -- angles ------------------------------------------------------------------------------------
-    def _angles(self, angles):
-        """-> (gammas (B, p), betas (B, p), out_shape tuple, S)."""
+    def _angles(self, angles, with_rows: bool = False):
+        """-> (gammas (B, p), betas (B, p), out_shape tuple, S), and with ``with_rows`` the rows
+        (B, 2p) they are the halves of, last."""
         what = "qaoa"
         if not isinstance(angles, torch.Tensor):
             angles = torch.as_tensor(angles, dtype=REAL_OF[self.dtype])
@@ -97,6 +98,8 @@ class _BackpropSweeps:
             shape = (G,) if squeeze else (G, S)
         if S < 1:
             raise ValueError(f"{what}: angles hold no start (shape {tuple(angles.shape)})")
+        if with_rows:
+            return flat[:, :p], flat[:, p:], shape, S, flat
         return flat[:, :p], flat[:, p:], shape, S
 
     # -- backprop path (plain autograd, out of place) -----------------------------------------------

@@ -97,6 +97,104 @@ def _real_block_matrix(r: torch.Tensor, k: int, has_c: bool) -> torch.Tensor:
     return M
 
 
+_RYIDX_CACHE: dict = {}
+
+
+@lasting
+def _ry_block_index(k: int, has_c: bool, transpose: bool, device) -> torch.Tensor:
+    """Where each entry of RY(2β)^{⊗w} (⊗ I_2 when ``has_c``; w = k - has_c), or of its transpose,
+    sits in the table ``[v_0 … v_w, -v_0 … -v_w, 0]`` with ``v_h = cos^(w-h) β sin^h β``:
+    entry (i, j) is ``±v_h``, h = popcount(i ^ j), minus for an odd count of bits with i = 0, j = 1
+    (RY = [[c, -s], [s, c]]), 0 where the re/im bits differ: (2^k · 2^k,) int64. One gather from
+    that (layers, rows, 2w + 3) table builds every layer's block at once (the Kronecker powers cost
+    about 5 small ops per wire per layer)."""
+    key = (k, has_c, transpose, str(device))
+    idx = _RYIDX_CACHE.get(key)
+    if idx is None:
+        w = k - int(has_c)
+        d = 2 ** w
+        i = torch.arange(d).view(d, 1)
+        j = torch.arange(d).view(1, d)
+        if transpose:
+            i, j = j, i
+        h = _popcount_of(i ^ j)
+        neg = _popcount_of(~i & j & (d - 1)) % 2
+        idx = h + (w + 1) * neg
+        if has_c:
+            zero = 2 * (w + 1)
+            full = torch.full((d, 2, d, 2), zero, dtype=torch.int64)
+            full[:, 0, :, 0] = idx
+            full[:, 1, :, 1] = idx
+            idx = full.view(2 * d, 2 * d)
+        idx = idx.reshape(-1).to(device)
+        _RYIDX_CACHE[key] = idx
+    return idx
+
+
+def _popcount_of(x: torch.Tensor) -> torch.Tensor:
+    pc = torch.zeros_like(x)
+    for q in range(max(1, int(x.max()).bit_length())):
+        pc += (x >> q) & 1
+    return pc
+
+
+def _ry_block_matrices(cos: torch.Tensor, sin: torch.Tensor, blocks, transpose: bool, reps: int = 1) -> dict:
+    """{(axes, has_c): (L, reps, B, d, d)} blocks of :func:`_real_block_matrix` (transposed when
+    ``transpose``) for every layer at once, from ``cos``/``sin`` (L, B) real: the powers
+    ``cos^a sin^b`` by one cumulative product, the tables ``[v, -v]`` of every block width side by
+    side, and ONE gather for all blocks (each op costs microseconds of overhead, which is the whole
+    time of one start on a small register)."""
+    L, B = cos.shape
+    keys = list(dict.fromkeys(blocks))
+    widths = sorted({k - int(has_c) for k, has_c in keys})
+    wmax = widths[-1]
+    cs = torch.stack([cos, sin]).unsqueeze(-1)                                           # (2, L, B, 1)
+    pw = torch.cat([torch.ones_like(cs), cs.expand(2, L, B, wmax)], -1).cumprod(-1)   # cos^a, sin^a
+    cpow, spow = pw[0], pw[1]
+    parts = []
+    for w in widths:                  # the layout of _blocks_index: per width [v, -v], then the zero
+        v = cpow[..., :w + 1].flip(-1) * spow[..., :w + 1]                            # v_h, h = 0 … w
+        parts += [v, -v]
+    parts.append(torch.zeros(L, B, 1, dtype=cos.dtype, device=cos.device))          # the zero entry
+    tab = torch.cat(parts, -1)
+    if reps > 1:
+        tab = tab.unsqueeze(1).expand(L, reps, B, tab.shape[-1])
+    tab = tab.reshape(L * reps * B, tab.shape[-1])             # index_select is slow on 4-d views
+    cat_idx, sizes = _blocks_index(tuple(keys), transpose, cos.device)
+    flat = tab.index_select(1, cat_idx)
+    out = {}
+    for key, part in zip(keys, flat.split(sizes, 1)):
+        d = 2 ** key[0]
+        out[key] = part.view(L, reps, B, d, d)       # rows of the gathered table: no copy
+    return out
+
+
+_BLOCKS_INDEX_CACHE: dict = {}
+
+
+@lasting
+def _blocks_index(keys, transpose: bool, device):
+    """The gather index of :func:`_ry_block_matrices` for the blocks ``keys``, and their sizes:
+    each block's :func:`_ry_block_index` moved into the side-by-side table (its width's
+    ``[v, -v]`` at that width's offset, the shared zero last), concatenated; cached."""
+    ck = (keys, transpose, str(device))
+    hit = _BLOCKS_INDEX_CACHE.get(ck)
+    if hit is None:
+        widths = sorted({k - int(has_c) for k, has_c in keys})
+        offset, pos = {}, 0
+        for w in widths:
+            offset[w] = pos
+            pos += 2 * (w + 1)
+        parts = []
+        for k, has_c in keys:
+            w = k - int(has_c)
+            i = _ry_block_index(k, has_c, transpose, device)
+            parts.append(torch.where(i == 2 * (w + 1), torch.full_like(i, pos), i + offset[w]))
+        hit = (torch.cat(parts), [t.numel() for t in parts])
+        _BLOCKS_INDEX_CACHE[ck] = hit
+    return hit
+
+
 _RGEN_CACHE: dict = {}
 
 

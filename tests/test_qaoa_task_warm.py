@@ -9,7 +9,6 @@ uninterrupted run for the resume check.
 import csv
 import itertools
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -23,22 +22,10 @@ from pytorch_lightning.loggers import CSVLogger  # noqa: E402
 from lightning_tasks.qaoa import QAOATask, named_graph  # noqa: E402
 from torchquantum_layers import optimization as opt  # noqa: E402
 
+from .test_qaoa_task import _quiet, trainer  # noqa: E402,F401  (_quiet: the autouse warning filter)
+
 WEIGHTED = [[0, 1, 1.0], [1, 2, 2.0], [2, 3, 0.5], [3, 0, 1.5], [0, 2, 1.0], [3, 4, 0.7]]
 
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-def trainer(max_steps, **kw):
-    opts = dict(accelerator="cpu", devices=1, max_steps=max_steps, max_epochs=-1, logger=False,
-                enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False,
-                log_every_n_steps=1, num_sanity_val_steps=0)
-    opts.update(kw)
-    return pl.Trainer(**opts)
 
 
 # ------------------------------------------------------------------------------------------------

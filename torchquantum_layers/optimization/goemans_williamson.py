@@ -61,24 +61,35 @@ __all__ = ["goemans_williamson", "GoemansWilliamsonResult", "GW_ALPHA", "ising_s
 GW_ALPHA = 0.8785672057848516
 
 
-@dataclass
-class GoemansWilliamsonResult:
-    """What :func:`goemans_williamson` found (weights in the graph's units, cuts as cut weight)."""
-    graph: Graph
-    sdp_value: float                 # Σ w (1 - v_i·v_j)/2 at the returned vectors (the SDP optimum)
-    upper_bound: float               # certified: >= the SDP optimum >= the max cut
-    vectors: torch.Tensor            # (n, rank) float64, unit rows
-    bitstring: str                   # the best rounded cut (bit i = 1: v_i·g >= 0), wire 0 first
-    bitstrings: list                 # every distinct bitstring with the best cut, first found first
-    cut: float                       # the cut weight of ``bitstring``
-    cuts: torch.Tensor = field(repr=False)   # (rounds,) cut weight of every hyperplane
-    mean_cut: float = 0.0            # cuts.mean(): the Monte Carlo estimate of expected_cut
-    expected_cut: float = 0.0        # exact expectation over hyperplanes, Σ w arccos(v_i·v_j)/π
+@dataclass(kw_only=True)
+class _RoundedSDP:
+    """What both results share: the best rounded bitstring and the solver's statistics (keyword
+    fields, so each result's own fields come first)."""
+    bitstring: str                   # the best rounded bitstring, wire 0 first
     rank: int = 0
     restarts: int = 0
     iterations: int = 0              # solver iterations of the slowest restart
     grad_norm: float = 0.0           # Riemannian gradient norm of the returned vectors
     converged: bool = True
+
+    @property
+    def bits(self) -> torch.Tensor:
+        """The best bitstring as an (n,) int64 tensor of 0/1."""
+        return torch.tensor([int(ch) for ch in self.bitstring], dtype=torch.int64)
+
+
+@dataclass
+class GoemansWilliamsonResult(_RoundedSDP):
+    """What :func:`goemans_williamson` found (weights in the graph's units, cuts as cut weight)."""
+    graph: Graph
+    sdp_value: float                 # Σ w (1 - v_i·v_j)/2 at the returned vectors (the SDP optimum)
+    upper_bound: float               # certified: >= the SDP optimum >= the max cut
+    vectors: torch.Tensor            # (n, rank) float64, unit rows; bitstring: bit i = 1 where v_i·g >= 0
+    bitstrings: list                 # every distinct bitstring with the best cut, first found first
+    cut: float                       # the cut weight of ``bitstring``
+    cuts: torch.Tensor = field(repr=False)   # (rounds,) cut weight of every hyperplane
+    mean_cut: float = 0.0            # cuts.mean(): the Monte Carlo estimate of expected_cut
+    expected_cut: float = 0.0        # exact expectation over hyperplanes, Σ w arccos(v_i·v_j)/π
 
     @property
     def n_nodes(self) -> int:
@@ -88,11 +99,6 @@ class GoemansWilliamsonResult:
     def gap(self) -> float:
         """``upper_bound - sdp_value`` (>= 0): how far the solver may be from the SDP optimum."""
         return self.upper_bound - self.sdp_value
-
-    @property
-    def bits(self) -> torch.Tensor:
-        """The best cut as an (n,) int64 tensor of 0/1."""
-        return torch.tensor([int(ch) for ch in self.bitstring], dtype=torch.int64)
 
     @property
     def guarantee_ratio(self) -> float:
@@ -275,24 +281,18 @@ def goemans_williamson(graph, rank: Optional[int] = None, rounds: int = 1024, re
 
 
 @dataclass
-class IsingSDPResult:
+class IsingSDPResult(_RoundedSDP):
     """What :func:`ising_sdp` found, in the problem's COST units (minimised):
     ``lower_bound <= sdp_value <= min cost <= cost``."""
     problem: Problem
     sdp_value: float                 # c + Σ h v_0·v_i + Σ J v_i·v_j at the returned vectors (the SDP optimum)
     lower_bound: float               # certified: <= the SDP optimum <= the minimum cost
     vectors: torch.Tensor            # (n + 1, rank) float64, unit rows: row 0 the reference v_0, row i+1 wire i
-    bitstring: str                   # the best rounded bitstring (lowest cost), wire 0 first
-    bitstrings: list                 # every distinct rounded bitstring with that cost, first found first
-    cost: float                      # its cost
+    bitstrings: list                 # every distinct rounded bitstring with the lowest cost, first found first
+    cost: float                      # the cost of ``bitstring``
     costs: torch.Tensor = field(repr=False)   # (rounds,) cost of every hyperplane's bitstring
     mean_cost: float = 0.0           # costs.mean(): the Monte Carlo estimate of expected_cost
     expected_cost: float = 0.0       # exact expectation over hyperplanes: c + Σ_(a<b) A_ab (1 - 2 arccos(v_a·v_b)/π)
-    rank: int = 0
-    restarts: int = 0
-    iterations: int = 0
-    grad_norm: float = 0.0
-    converged: bool = True
 
     @property
     def n_qubits(self) -> int:
@@ -307,11 +307,6 @@ class IsingSDPResult:
     def optimality_gap(self) -> float:
         """``cost - lower_bound`` (>= 0): certified, the best rounded cost is at most this above the minimum."""
         return self.cost - self.lower_bound
-
-    @property
-    def bits(self) -> torch.Tensor:
-        """The best bitstring as an (n,) int64 tensor of 0/1."""
-        return torch.tensor([int(ch) for ch in self.bitstring], dtype=torch.int64)
 
     @property
     def objective(self) -> float:

@@ -295,3 +295,97 @@ def test_qaoa_on_a_60_node_ring_matches_the_analytic_p1_value():
     ring = opt.maxcut(opt.cycle_graph(60))
     value = tql.mps.expval(opt.qaoa_circuit(ring, 1, dtype=torch.complex128), ring.hamiltonian, x=angles, max_bond=16)
     assert float(value[0]) == pytest.approx(-60 * per_edge, abs=1e-9)
+
+
+# -- shot-based expectations -------------------------------------------------------------------
+def _shot_observables():
+    h = tql.Hamiltonian([(0.7, tql.PauliString("Z0 Z1")), (-0.4, tql.PauliString("X0 X2")),
+                         (0.3, tql.PauliString("Y1 Y3")), (0.5, tql.PauliString("Z2")),
+                         (1.25, tql.PauliString({}))])
+    return [h, tql.PauliString("X1 Z4"), tql.Hamiltonian([(2.0, tql.PauliString("X5")),
+                                                             (-1.0, tql.PauliString("Z0 Z5"))])]
+
+
+def _exact_shot_variance(psi, ob, n):
+    """Σ_g Var_g of one observable, grouped as the estimator groups all observables' terms."""
+    from torchquantum_layers.observables.shots import qwc_groups
+    keys, coeff = [], []
+    for o in _shot_observables():
+        terms = [(1.0, o)] if isinstance(o, tql.PauliString) else o.terms
+        for _, p in terms:
+            if p.ops and (p.x_mask, p.z_mask) not in [(k.x_mask, k.z_mask) for k in keys]:
+                keys.append(p)
+    mine = {}
+    for c, p in ([(1.0, ob)] if isinstance(ob, tql.PauliString) else ob.terms):
+        if p.ops:
+            mine[(p.x_mask, p.z_mask)] = float(complex(c).real)
+    total = np.zeros(psi.shape[0])
+    for members in qwc_groups(keys):
+        m = sum(mine.get((keys[k].x_mask, keys[k].z_mask), 0.0) * oracle.pauli_matrix(keys[k].label(n))
+                for k in members)
+        if isinstance(m, float):
+            continue
+        mean = np.einsum("bi,ij,bj->b", psi.conj(), m, psi).real
+        sq = np.einsum("bi,ij,bj->b", psi.conj(), m @ m, psi).real
+        total += sq - mean ** 2
+    return total
+
+
+def test_shot_expval_matches_exact_within_standard_errors():
+    n, shots, seeds = 6, 400, 20
+    c, _, x = random_circuit(n, 5 * n, 3, batch=2, dtype=torch.complex128)
+    state = mps.run(c, x, max_bond=8, cutoff=0.0)
+    obs = _shot_observables()
+    exact = state.expval(obs).numpy()
+    psi = state.to_dense().numpy()
+    var = np.stack([_exact_shot_variance(psi, o, n) for o in obs], -1)     # (B, n_obs)
+    est = np.stack([state.expval(obs, shots=shots, generator=torch.Generator().manual_seed(s)).numpy()
+                    for s in range(seeds)])
+    se = np.sqrt(var / (shots * seeds))
+    assert np.all(np.abs(est.mean(0) - exact) <= 5 * se + 1e-12), (est.mean(0), exact, se)
+    # the reported standard error estimates the exact one
+    _, std = state.expval(obs, shots=shots, generator=torch.Generator().manual_seed(0), return_std=True)
+    np.testing.assert_allclose(std.numpy(), np.sqrt(var / shots), rtol=0.3, atol=1e-3)
+
+
+def test_shot_expval_is_seeded_and_matches_circuit_entry_point():
+    c, _, x = random_circuit(5, 20, 4, batch=3, dtype=torch.complex128)
+    obs = [tql.PauliString("Z0 X3"), tql.Hamiltonian([(0.5, tql.PauliString("Y2")), (1.0, tql.PauliString({}))])]
+    a = mps.expval(c, obs, x, shots=50, generator=torch.Generator().manual_seed(7))
+    b = mps.expval(c, obs, x, shots=50, generator=torch.Generator().manual_seed(7))
+    d = mps.run(c, x).expval(obs, shots=50, generator=torch.Generator().manual_seed(7))
+    assert a.shape == (3, 2) and a.dtype == torch.float64
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+    torch.testing.assert_close(a, d, rtol=0, atol=0)
+    one = mps.expval(c, "Z1", x[0], shots=10, generator=torch.Generator().manual_seed(1))
+    assert one.shape == ()
+
+
+def test_shot_expval_ghz_40_is_exact_from_samples():
+    n = 40
+    c = tql.Circuit(n).h(0)
+    for w in range(n - 1):
+        c.cnot(w, w + 1)
+    obs = [tql.PauliString({0: "Z", 39: "Z"}), tql.PauliString("X" * n)]
+    mean, std = mps.expval(c, obs, shots=200, generator=torch.Generator().manual_seed(0), return_std=True)
+    torch.testing.assert_close(mean, torch.ones(1, 2), rtol=0, atol=1e-6)
+    torch.testing.assert_close(std, torch.zeros(1, 2), rtol=0, atol=1e-6)
+
+
+def test_shot_expval_carries_no_gradient():
+    c = tql.Circuit(3, dtype=torch.complex128).rx(0, input=0).cnot(0, 1)
+    x = torch.tensor([[0.3]], dtype=torch.float64, requires_grad=True)
+    out = mps.expval(c, "Z1", x, shots=20, generator=torch.Generator().manual_seed(0))
+    assert not out.requires_grad
+    assert mps.expval(c, "Z1", x).requires_grad
+
+
+@pytest.mark.parametrize("shots", [0, -3, 2.5, True, "10"])
+def test_shot_expval_rejects_bad_shots(shots):
+    c = tql.Circuit(3).h(0)
+    with pytest.raises(ValueError, match="shots"):
+        mps.expval(c, "Z0", shots=shots)
+    with pytest.raises(ValueError, match="shots"):
+        mps.run(c).expval("Z0", shots=shots)
+    with pytest.raises(ValueError, match="generator"):
+        mps.expval(c, "Z0", generator=torch.Generator())

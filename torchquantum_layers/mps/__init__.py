@@ -2,13 +2,14 @@
 
 ``tql.mps.run(circuit, x)`` returns an :class:`MPS` (batched site tensors ``(B, χl, 2, χr)``,
 truncated to ``max_bond`` / ``cutoff``, discarded weight per sample); ``tql.mps.expval`` mirrors
-``tql.expval`` for Pauli strings and Hamiltonians. Differentiable by backprop on CPU and CUDA.
+``tql.expval`` for Pauli strings and Hamiltonians (``shots=N, generator=`` for sampled
+estimates per qubit-wise commuting group, no gradient). Differentiable by backprop on CPU and CUDA.
 ``tql.QuantumLayer(circuit, observables, simulator="mps", max_bond=…, cutoff=…)`` is the nn.Module.
 """
 from .linalg import split, svd_left
-from .measure import expval_mps, probabilities, sample
+from .measure import expval_mps, probabilities, sample, shot_expval_mps
 from .simulate import MAX_GATE_WIRES, expval, run
 from .state import MAX_DENSE_WIRES, MPS
 
-__all__ = ["MPS", "run", "expval", "expval_mps", "probabilities", "sample", "split", "svd_left",
+__all__ = ["MPS", "run", "expval", "expval_mps", "shot_expval_mps", "probabilities", "sample", "split", "svd_left",
            "MAX_GATE_WIRES", "MAX_DENSE_WIRES"]

@@ -173,11 +173,25 @@ def run(circuit, x=None, *, max_bond: int = 64, cutoff: float = 1e-10, weights=N
     return mps
 
 
-def expval(circuit, observables, x=None, *, max_bond: int = 64, cutoff: float = 1e-10, weights=None,
-           diff_method: str = "backprop"):
+def expval(circuit, observables, x=None, *, shots=None, generator=None, max_bond: int = 64,
+           cutoff: float = 1e-10, weights=None, diff_method: str = "backprop", return_std: bool = False):
     """``tql.expval`` on the MPS simulator: ``(B,)`` for one observable, ``(B, n_obs)`` for a
     list (a 1-D ``x`` drops the batch axis). Observables: PauliStrings, Hamiltonians or strings.
-    Gradients by backprop through the MPS contractions (the only ``diff_method``)."""
+    Gradients by backprop through the MPS contractions (the only ``diff_method``).
+
+    ``shots=N`` estimates the values from samples instead, with the estimator of
+    ``tql.expval(..., shots=N)``: the Pauli terms are split into qubit-wise commuting groups, each
+    measured with N bit strings drawn from the MPS rotated into the group's basis; identity terms
+    are exact. ``generator`` (a ``torch.Generator``) makes it reproducible; ``return_std=True``
+    returns ``(estimate, standard_error)``. Shot estimates carry no gradient (computed from the
+    detached state, as ``tql.expval(state, obs, shots=N)``)."""
+    if shots is not None:
+        from .measure import _check_mps_shots
+        _check_mps_shots(shots, generator, generator.device if generator is not None else "cpu", "mps.expval")
+    elif generator is not None:
+        raise ValueError("mps.expval: generator is only used with shots=N")
+    elif return_std:
+        raise ValueError("mps.expval: return_std=True needs shots=N (exact values have no error)")
     if diff_method not in DIFF_METHODS:
         raise ValueError(f"mps.expval: diff_method must be one of {DIFF_METHODS}, got {diff_method!r}")
     _check(circuit, max_bond, cutoff, "mps.expval")
@@ -188,5 +202,12 @@ def expval(circuit, observables, x=None, *, max_bond: int = 64, cutoff: float = 
             raise ValueError(f"mps.expval: observable {o} acts on wire {max(o.wires)} but the circuit has "
                              f"{circuit.n_wires} wires")
     _, squeeze = _features(circuit, x, "mps.expval")
-    values = run(circuit, x, max_bond=max_bond, cutoff=cutoff, weights=weights).expval(observables)
-    return values[0] if squeeze else values
+    mps = run(circuit, x, max_bond=max_bond, cutoff=cutoff, weights=weights)
+    if shots is None:
+        values = mps.expval(observables)
+        return values[0] if squeeze else values
+    from .measure import shot_expval_mps
+    mean, std = shot_expval_mps(mps, observables, shots, generator, True, "mps.expval")
+    if squeeze:
+        mean, std = mean[0], std[0]
+    return (mean, std) if return_std else mean

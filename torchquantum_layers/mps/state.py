@@ -198,9 +198,19 @@ class MPS:
             vec = vec @ a[:, :, s, :]
         return vec[:, 0, 0]
 
-    def expval(self, observables):
-        """Expectation values of PauliStrings / Hamiltonians: ``(B,)`` for one, ``(B, n_obs)`` for a list."""
-        from .measure import expval_mps
+    def expval(self, observables, shots=None, generator=None, return_std: bool = False):
+        """Expectation values of PauliStrings / Hamiltonians: ``(B,)`` for one, ``(B, n_obs)`` for a list.
+
+        ``shots=None``: exact (differentiable). ``shots=N``: estimated from N samples per
+        qubit-wise commuting group (``generator`` seeds them; ``return_std=True`` adds the
+        standard error), as ``tql.expval(..., shots=N)``; no gradient (the state is detached)."""
+        from .measure import expval_mps, shot_expval_mps
+        if shots is not None:
+            return shot_expval_mps(self, observables, shots, generator, return_std, "MPS.expval")
+        if generator is not None:
+            raise ValueError("MPS.expval: generator is only used with shots=N")
+        if return_std:
+            raise ValueError("MPS.expval: return_std=True needs shots=N (exact values have no error)")
         return expval_mps(self, observables)
 
     def probabilities(self, wires) -> torch.Tensor:

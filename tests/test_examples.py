@@ -102,3 +102,15 @@ def test_variational_dynamics_follows_the_exact_quench_and_finds_the_ground_stat
                                                     "--tau", "3"])
     assert worst < 5e-3             # magnetisation against tql.exact.evolve
     assert 0 <= gap < 0.03          # energy above the exact ground state (variational: never below)
+
+
+def test_qaoa_mps_large_matches_the_ring_and_stays_below_gw(capsys):
+    """p = 1 QAOA on a 20-node ring as an MPS: the trained energy equals the analytic value, the
+    expected cut stays below the Goemans–Williamson upper bound, samples are valid cuts."""
+    out = load("qaoa_mps_large").main(["--graph", "ring", "--n", "20", "--steps", "6", "--lr", "0.1",
+                                       "--shots", "64", "--chi", "8"])
+    assert out["deviation"] is not None and out["deviation"] < 1e-8
+    assert out["expected_cut"] <= out["gw_upper_bound"] + 1e-9
+    assert 0 < out["best_cut"] <= 20                       # the ring's max cut is 20
+    assert out["energy"] < out["energies"][0]
+    assert "|E_MPS − E_analytic|" in capsys.readouterr().out

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
 from torchquantum_layers.research import ansatz_metrics as M  # noqa: E402
 
-from common import machine, table, today  # noqa: E402
+from common import add_runtime_flags, keep_memory_if_asked, machine, set_threads, table, today  # noqa: E402
 
 T = tql.templates
 TEMPLATES = {
@@ -47,10 +47,10 @@ def main(argv=None):
     ap.add_argument("--pairs", type=int, default=5000, help="parameter pairs for the expressibility")
     ap.add_argument("--ent-samples", type=int, default=2000, help="parameter vectors for the Meyer–Wallach mean")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=None)
+    add_runtime_flags(ap)
     args = ap.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    set_threads(args)
+    keep_memory_if_asked(args)
     n = args.wires
     rows = []
     for name, build in TEMPLATES.items():

@@ -44,7 +44,7 @@ import torchquantum_layers.chem as chem  # noqa: E402
 from torchquantum_layers import optimization as opt  # noqa: E402
 from torchquantum_layers.grad import circuit_expval  # noqa: E402
 
-from common import add_runtime_flags, clone_time, machine, set_threads, table, timeit, today  # noqa: E402
+from common import add_runtime_flags, clone_time, keep_memory_if_asked, machine, set_threads, table, timeit, today  # noqa: E402
 
 
 def measure(fn, budget=0.4):
@@ -425,6 +425,7 @@ def main(argv=None):
     add_runtime_flags(ap)
     args = ap.parse_args(argv)
     set_threads(args)
+    keep_memory_if_asked(args)
     qml, versions, has_light = pennylane()
     skip = set(args.skip.split(","))
     print(f"# PennyLane comparison, {today()}, {machine()}; {versions}; load average "

@@ -16,7 +16,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
 
-from common import add_runtime_flags, machine, set_threads, table, timeit, today  # noqa: E402
+from common import add_runtime_flags, keep_memory_if_asked, machine, set_threads, table, timeit, today  # noqa: E402
 
 STATE_VECTOR_MAX = 24
 
@@ -60,6 +60,7 @@ def main(argv=None):
     add_runtime_flags(ap)
     args = ap.parse_args(argv)
     set_threads(args)
+    keep_memory_if_asked(args)
     bonds = [int(b) for b in args.bonds.split(",")]
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):

@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402
 
-from common import add_runtime_flags, machine, set_threads, table, today  # noqa: E402
+from common import add_runtime_flags, keep_memory_if_asked, machine, set_threads, table, today  # noqa: E402
 
 BUDGETS = (100, 300, 1000, 3000)
 
@@ -78,6 +78,7 @@ def main(argv=None):
     add_runtime_flags(ap)
     args = ap.parse_args(argv)
     set_threads(args)
+    keep_memory_if_asked(args)
     print(f"{today()}, {machine()}")
     rows = []
     for molecule in args.molecules.split(","):

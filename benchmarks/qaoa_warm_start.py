@@ -30,7 +30,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from torchquantum_layers import optimization as opt  # noqa: E402
 
-from common import machine, table, today  # noqa: E402
+from common import add_runtime_flags, keep_memory_if_asked, machine, set_threads, table, today  # noqa: E402
 
 LR = 0.05
 NOISE = 0.1
@@ -62,10 +62,10 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=100, help="Adam steps per QAOA training run")
     ap.add_argument("--epsilon", type=float, default=0.25, help="warm-start regularisation ε")
     ap.add_argument("--rounds", type=int, default=1024, help="GW random hyperplanes")
-    ap.add_argument("--threads", type=int, default=None)
+    add_runtime_flags(ap)
     args = ap.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    set_threads(args)
+    keep_memory_if_asked(args)
     load0 = os.getloadavg()[0]
     # warm-up: first calls pay for lazy imports and allocator set-up, not for the algorithms
     warm = opt.maxcut(opt.random_regular_graph(3, 6, seed=0))

@@ -23,7 +23,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import torchquantum_layers as tql  # noqa: E402,F401
 
-from common import add_runtime_flags, machine, paired, set_threads, table, today  # noqa: E402
+from common import add_runtime_flags, keep_memory_if_asked, machine, paired, set_threads, table, today  # noqa: E402
 
 
 def gram_rows(sizes, samples, rounds):
@@ -89,6 +89,7 @@ def main():
     add_runtime_flags(ap)
     args = ap.parse_args()
     set_threads(args)
+    keep_memory_if_asked(args)
     print(f"{today()}, {machine()}")
     sizes = [int(s) for s in args.sizes.split(",")]
     samples = [int(s) for s in args.samples.split(",")]

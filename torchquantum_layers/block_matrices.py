@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from .kernels.apply import kron, reorder_matrix
+from .kernels.transforms import transforms_active
 
 
 def _group_angles(group, weights, x, real, device):
@@ -236,7 +237,7 @@ def _kron_rows(parts):
     half = len(parts) // 2
     a, b = _kron_rows(parts[:half]), _kron_rows(parts[half:])
     big = max(a.shape[0], b.shape[0]) * a.shape[1] * b.shape[1] >= _ROW_OUTER_MIN
-    if big and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+    if big and torch.is_grad_enabled() and (a.requires_grad or b.requires_grad) and not transforms_active():
         return _RowOuter.apply(a, b)
     return (a[:, :, None] * b[:, None, :]).reshape(max(a.shape[0], b.shape[0]), -1)
 

@@ -18,6 +18,7 @@ from torch import nn
 from . import gates as G
 from .kernels.apply import check_wires
 from .kernels.state import COMPLEX_OF, REAL_OF, check_allocation, n_wires_of
+from .kernels.transforms import inspectable
 
 
 @dataclass(frozen=True)
@@ -387,7 +388,7 @@ class Circuit(nn.Module):
                                  f"{x.shape[1]} column(s) (shape {tuple(x.shape)})")
             if x.device != device:
                 raise TypeError(f"Circuit: input x is on {x.device} but the circuit is on {device}")
-            if x.device.type == "cpu" and not torch.isfinite(x).all():
+            if x.device.type == "cpu" and inspectable(x) and not torch.isfinite(x).all():
                 raise ValueError("Circuit: input features contain NaN or inf")
             x = x.to(REAL_OF[dtype])
         elif self.n_inputs:

@@ -25,6 +25,7 @@ from .caching import building_cache, lasting
 from .kernels.apply import (apply_diagonal_unchecked, apply_matrix_unchecked, apply_permutation_unchecked, permute_span,
                             reorder_matrix)
 from .kernels.layout import relayout, rotate
+from .kernels.transforms import inspectable, transforms_active
 from .kernels import program as programs
 from .program_forms import program_form
 
@@ -95,7 +96,7 @@ def uses_programs(circuit, fuse=None) -> bool:
     """Whether the state-vector engine runs ``circuit`` as local programs (kernels.program): on
     the CPU, with the native library (registers whose rows do not fit in cache run as tiles)."""
     fuse = circuit.fuse if fuse is None else fuse
-    return USE_PROGRAMS and fuse and programs.usable(circuit.dtype, circuit.device)
+    return USE_PROGRAMS and fuse and programs.usable(circuit.dtype, circuit.device) and not transforms_active()
 
 
 def rotating_layout(circuit) -> bool:
@@ -103,7 +104,10 @@ def rotating_layout(circuit) -> bool:
     (kernels.layout): a GEMM beats a copy that brings wires together. On CUDA with Triton a block
     of up to kernels.gpu.MAX_WIRES wires is one in-place pass of kernels.gpu instead, so blocks
     stay in place there (unmeasured against the rotations: benchmarks/kernels.py reports both);
-    everywhere else the rotations stay."""
+    everywhere else the rotations stay. Under a torch.func transform blocks stay in place: the
+    rotation's autograd.Function has no transform rules."""
+    if transforms_active():
+        return False
     if torch.device(circuit.device).type != "cuda":
         return True
     from .kernels import gpu
@@ -622,7 +626,7 @@ def apply_dense_step(step, state, m, wires, n, undo=False):
 def check_finite_weights(w: torch.Tensor) -> None:
     """ValueError naming the NaN / inf trainable angles: on the CPU only (elsewhere the check would
     wait for the device), and never inside a compiled graph."""
-    if w.device.type == "cpu" and w.numel() and not torch.compiler.is_compiling() \
+    if w.device.type == "cpu" and w.numel() and not torch.compiler.is_compiling() and inspectable(w) \
             and not bool(torch.isfinite(w.detach()).all()):
         bad = torch.nonzero(~torch.isfinite(w.detach())).flatten().tolist()
         raise ValueError(f"Circuit: trainable angle(s) at weights index {bad[:8]} are NaN or inf (a diverging "

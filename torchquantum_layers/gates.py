@@ -352,9 +352,11 @@ def controlled(gate: Gate, n_controls: int = 1, name: Optional[str] = None) -> G
         u = base.matrix_fn(p, kt, dtype, data, device)
         lead = u.shape[:-2]
         d, dt = 2 ** k, 2 ** kt
-        eye = torch.eye(d, dtype=dtype, device=device).expand(*lead, d, d).clone()
-        eye[..., d - dt:, d - dt:] = u
-        return eye
+        # out of place (u padded into the corner, plus the identity above it): a write into a
+        # shared identity fails under vmap when u is batched
+        top = torch.diag(torch.cat([torch.ones(d - dt, dtype=dtype, device=device),
+                                    torch.zeros(dt, dtype=dtype, device=device)]))
+        return torch.nn.functional.pad(u, (d - dt, 0, d - dt, 0)) + top.expand(*lead, d, d)
 
     gen_fn = None
     if base.generator_fn is not None:

@@ -15,6 +15,7 @@ import torch
 from .kernels import native
 from .kernels.apply import apply_matrix_unchecked, check_wires
 from .kernels.state import n_wires_of
+from .kernels.transforms import transforms_active
 
 __all__ = ["probabilities", "sample", "to_bits", "counts", "reduced_density_matrix", "expval_z"]
 
@@ -228,7 +229,21 @@ def expval_z(state: torch.Tensor, wires=None) -> torch.Tensor:
     """
     n = n_wires_of(state)
     wires = _wires(wires, n, "expval_z")
-    return _ZOfEveryWire.apply(state)[:, list(wires)]
+    z = _z_by_folding(state) if transforms_active() else _ZOfEveryWire.apply(state)
+    return z[:, list(wires)]
+
+
+def _z_by_folding(state):
+    """(B, n) ⟨Z_w⟩ by torch ops: |ψ|² folded in half once per wire."""
+    p = _abs2(state)
+    B, n = p.shape[0], n_wires_of(state)
+    total = p.sum(dim=1)
+    out = []
+    for _ in range(n):
+        halves = p.reshape(B, 2, -1)            # the top index bit: the next wire
+        out.append(total - 2 * halves[:, 1].sum(dim=1))
+        p = halves[:, 0] + halves[:, 1]
+    return torch.stack(out, dim=1)
 
 
 class _ZOfEveryWire(torch.autograd.Function):
@@ -239,15 +254,7 @@ class _ZOfEveryWire(torch.autograd.Function):
         ctx.save_for_backward(state)
         if native.runs_on(state):
             return (native.bit_sums(state) @ native.z_of_bit_sums(n_wires_of(state))[:, 1:]).to(state.real.dtype)
-        p = _abs2(state)
-        B, n = p.shape[0], n_wires_of(state)
-        total = p.sum(dim=1)
-        out = []
-        for _ in range(n):
-            halves = p.reshape(B, 2, -1)            # the top index bit: the next wire
-            out.append(total - 2 * halves[:, 1].sum(dim=1))
-            p = halves[:, 0] + halves[:, 1]
-        return torch.stack(out, dim=1)
+        return _z_by_folding(state)
 
     @staticmethod
     def backward(ctx, grad):

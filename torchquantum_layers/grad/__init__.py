@@ -18,6 +18,8 @@ import torch
 from .adjoint import AdjointExpval
 from .metric import quantum_fisher
 from .parameter_shift import ParameterShiftExpval, shift_rule
+from .under_transforms import TransformExpval
+from ..kernels.transforms import transforms_active
 
 DIFF_METHODS = ("backprop", "adjoint", "parameter-shift")
 AUTO = "auto"
@@ -102,6 +104,8 @@ def circuit_expval(circuit, observables, x=None, state=None, diff_method="backpr
     if diff_method == "backprop":
         psi = run_circuit(circuit, state, x, weights)
         values = expectation(psi, obs, shots=shots, generator=generator)
+    elif transforms_active():
+        values = TransformExpval.apply(diff_method, circuit, obs, shots, generator, x, state, weights)
     elif diff_method == "adjoint":
         values = AdjointExpval.apply(circuit, obs, x, state, weights)
     else:

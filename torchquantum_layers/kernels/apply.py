@@ -16,6 +16,7 @@ import torch
 from ..caching import lasting
 from . import native, recorded
 from .state import n_wires_of
+from .transforms import transforms_active
 
 # A block whose trailing part is this small is widened to a row GEMM (measured: BLAS is
 # slow on many tiny (d, R) right-hand sides, fast on (rows, ≤16) @ (16, 16)).
@@ -344,7 +345,7 @@ def gather_span(state: torch.Tensor, idx: torch.Tensor, lo: int, hi: int, n: int
     if R > 1:
         return state.reshape(B * L, S, R).index_select(1, idx).reshape(B, -1)
     rows = state.reshape(-1, idx.shape[0])
-    if rows.dtype == torch.complex64 and rows.is_contiguous() and not rows.is_conj():
+    if rows.dtype == torch.complex64 and rows.is_contiguous() and not rows.is_conj() and not transforms_active():
         # the same 8 bytes as one float64: torch's real gather runs ~1.7x faster than its complex one
         # (not through a conjugate view: torch refuses to reinterpret one, and its bits are unconjugated)
         moved = torch.gather(rows.view(torch.float64), 1, idx.expand(rows.shape[0], -1))
@@ -368,7 +369,7 @@ class _GatherSpan(torch.autograd.Function):
 
 def permute_span(state, idx, inv, lo, hi, n):
     """:func:`gather_span`, differentiable through the inverse index ``inv`` when needed."""
-    if state.requires_grad and torch.is_grad_enabled():
+    if state.requires_grad and torch.is_grad_enabled() and not transforms_active():
         return _GatherSpan.apply(state, idx, inv, lo, hi, n)
     return gather_span(state, idx, lo, hi, n)
 
@@ -514,6 +515,8 @@ def apply_two_level_unchecked(state, block, levels, wires, n, keep_rest=True):
     pair = state.index_select(1, idx).reshape(B, 2, -1)
     mixed = torch.matmul(block, pair).reshape(B, -1)
     out = state.clone() if keep_rest else torch.zeros_like(state)
+    if transforms_active():     # vmap: ``mixed`` may be batched where ``out`` is not
+        return out.index_copy(1, idx, mixed)
     return out.index_copy_(1, idx, mixed)
 
 
@@ -534,6 +537,11 @@ def apply_controlled_unchecked(state, matrix, controls, targets, n):
         fast = native.apply_levels(state, matrix, targets, n, controls=controls)
     if fast is not None:
         return fast             # one pass: the controls=0 amplitudes copied on the way
+    if transforms_active():
+        # out of place for vmap (a batched matrix written into an unbatched state fails): the
+        # matrix on every amplitude, kept where the controls are all 1
+        return torch.where(_controls_set(controls, n, state.device), apply_matrix_unchecked(state, matrix, targets, n),
+                           state)
     batched = matrix.dim() == 3
     state = _broadcast_batch(state, matrix, batched)
     B = state.shape[0]
@@ -546,6 +554,13 @@ def apply_controlled_unchecked(state, matrix, controls, targets, n):
     out = state.clone()
     out.reshape(B, *([2] * n))[index] = new_block.reshape(view[index].shape)
     return out
+
+
+def _controls_set(controls, n, device):
+    """(2^n,) bool: whether every control wire's bit is 1 at each basis index."""
+    index = torch.arange(2 ** n, device=device)
+    mask = sum(1 << (n - 1 - c) for c in controls)
+    return (index & mask) == mask
 
 
 def apply_controlled(state: torch.Tensor, matrix: torch.Tensor, controls, targets) -> torch.Tensor:

@@ -30,6 +30,7 @@ import threading
 import torch
 
 from ..caching import lasting
+from .transforms import transforms_active
 
 _HERE = os.path.dirname(__file__)
 _SOURCES = [os.path.join(_HERE, name) for name in ("native.c", "program.c", "levels.c")]
@@ -232,7 +233,8 @@ def _kernel(name, dtype):
 
 def _plain_cpu_state(state: torch.Tensor) -> bool:
     """What every kernel here reads: a contiguous, unconjugated complex CPU tensor."""
-    return state.is_cpu and state.dtype in _NATIVE_DTYPES and state.is_contiguous() and not state.is_conj()
+    return state.is_cpu and state.dtype in _NATIVE_DTYPES and state.is_contiguous() and not state.is_conj() \
+        and not transforms_active()
 
 
 def _usable(state: torch.Tensor, *operands) -> bool:

@@ -14,11 +14,12 @@ from __future__ import annotations
 import torch
 
 from . import native
+from .transforms import transforms_active
 
 
 def gpu_kernels(state: torch.Tensor):
     """kernels.gpu for a CUDA state (imported on first use: Triton takes ~0.4 s to load), else None."""
-    if not state.is_cuda:
+    if not state.is_cuda or transforms_active():     # Triton kernels read raw pointers
         return None
     from . import gpu
     return gpu if gpu.available() else None

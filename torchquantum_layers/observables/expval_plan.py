@@ -13,6 +13,7 @@ import torch
 from ..caching import lasting
 from ..kernels import native
 from ..kernels.state import COMPLEX_DTYPES, REAL_OF, n_wires_of
+from ..kernels.transforms import transforms_active
 from .pauli import _index_mask, _popcount
 from .tables import _groups_of, _segments, _table
 from .layouts import _BATCH_MINOR_MIN, _choose_rotations, _group_spec, _layout, _rotated
@@ -101,7 +102,15 @@ def _bit_coefficients(diag, n_obs: int, n: int) -> torch.Tensor:
 
 
 def _grad_mode(state) -> bool:
-    return torch.is_grad_enabled() and state.requires_grad
+    """Whether to take the out-of-place paths: a graph is recorded, or a torch.func transform
+    runs (its wrappers may carry a gradient that ``requires_grad`` does not show)."""
+    return (torch.is_grad_enabled() and state.requires_grad) or transforms_active()
+
+
+def _conjugate(psi):
+    """conj(ψ) in memory; a lazy conjugate under torch.func (vmap has no batching rule for
+    conj_physical and would loop over the batch)."""
+    return psi.conj() if transforms_active() else torch.conj_physical(psi)
 
 
 _flip_out = torch.ops.aten.flip.out
@@ -374,8 +383,10 @@ class _ExpvalPlan:
             E = _NativeDiagonal.apply(psi, self.d0) if grad else native.diagonal_expval(psi, self.d0).to(self.real)
         elif self.n_obs == 1 and not grad:
             E = torch.mv(r * r, self.w0[:, 0]).unsqueeze(1)
-        elif grad:
+        elif grad and not transforms_active():
             E = _DiagonalExpectation.apply(r, self.w0)
+        elif grad:
+            E = torch.mm(r * r, self.w0)
         else:
             E = torch.mm(r * r, self.w0)
         if not self.groups:
@@ -392,7 +403,7 @@ class _ExpvalPlan:
             # torch.gather: ~5x faster than index_select here
             index_0, index_1, table = self._stacked()
             A = torch.gather(psi, 1, index_0.expand(B, -1))
-            P = torch.gather(torch.conj_physical(psi), 1, index_1.expand(B, -1))
+            P = torch.gather(_conjugate(psi), 1, index_1.expand(B, -1))
             W = torch.view_as_real(P * A if grad else P.mul_(A)).reshape(B, -1)
             E = E + W @ table if grad else _accumulate(E, W, table)
             return E
@@ -402,7 +413,7 @@ class _ExpvalPlan:
 
     def _loop_grad(self, psi, E):
         B, N = psi.shape
-        psic = torch.conj_physical(psi)
+        psic = _conjugate(psi)
         for g in self.groups:
             shp = (B,) + g.shape
             f = psic.view(shp).select(g.pdim, 1)

@@ -1,0 +1,235 @@
+"""torch.func (grad, vjp, jacrev, jacfwd, hessian, vmap, functional_call) over circuits and layers.
+
+Oracles: the NumPy Kronecker simulator (tests/oracle.py, via tests/strategies.py) for states and
+expectations, central finite differences of it for Jacobians, closed forms for the Hessian and
+marginals. The library's own autograd is never the reference.
+"""
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from torch.func import functional_call, grad, hessian, jacfwd, jacrev, stack_module_state, vjp, vmap
+
+import torchquantum_layers as tql
+
+from . import oracle
+from .strategies import as_np as x_np, build, circuit_specs, features, oracle_states, weights_of
+
+TERMS = [(0.7, "Z"), (-0.4, "XY"), (0.25, "YZX"), (0.3, "XXZZ")]      # (coefficient, label on wires 0..)
+FD_STEP = 1e-6
+
+
+def _hamiltonian(n):
+    """(tql Hamiltonian, dense NumPy matrix) of the TERMS that fit on n wires."""
+    terms = [(c, label) for c, label in TERMS if len(label) <= n]
+    text = " + ".join(f"{c} " + " ".join(f"{p}{w}" for w, p in enumerate(label)) for c, label in terms)
+    dense = sum(c * oracle.pauli_matrix(label + "I" * (n - len(label))) for c, label in terms)
+    return tql.Hamiltonian.from_string(text), dense
+
+
+def _oracle_energies(recipe, n, weights, x, dense):
+    psi = oracle_states(recipe, n, weights, x)
+    return np.einsum("bi,ij,bj->b", psi.conj(), dense, psi).real
+
+
+def _fd_jacobian(f, w):
+    """Central differences of the NumPy function f: (P,) -> (B,), as (B, P)."""
+    cols = []
+    for i in range(len(w)):
+        e = np.zeros_like(w)
+        e[i] = FD_STEP
+        cols.append((f(w + e) - f(w - e)) / (2 * FD_STEP))
+    return np.stack(cols, axis=-1)
+
+
+SLOW_OK = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+@SLOW_OK
+@given(spec=circuit_specs(max_wires=4, max_ops=8, max_batch=4))
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+def test_vmap_over_samples_matches_oracle(spec, fuse, dtype):
+    """Every gate of the table, every angle kind: vmap of a one-sample call over the batch."""
+    c, recipe = build(spec, dtype=dtype, fuse=fuse)
+    x = features(spec, dtype)
+    out = vmap(lambda xi: c(xi[None])[0])(x)
+    ref = oracle_states(recipe, spec.n_wires, weights_of(c), x_np(x))
+    ref = np.broadcast_to(ref, (spec.batch, 2 ** spec.n_wires))
+    tol = 2e-5 if dtype == torch.complex64 else 1e-10
+    np.testing.assert_allclose(out.detach().numpy(), ref, atol=tol)
+
+
+@SLOW_OK
+@given(spec=circuit_specs(min_wires=2, max_wires=4, min_ops=1, max_ops=8, max_batch=3,
+                          kinds=("fixed", "new", "shared", "input")))
+def test_jacrev_and_jacfwd_match_finite_differences(spec):
+    c, recipe = build(spec, dtype=torch.complex128)
+    if c.num_parameters == 0:
+        return
+    H, dense = _hamiltonian(spec.n_wires)
+    x = features(spec, torch.complex128)
+    w0 = c.weights.detach().clone()
+
+    def energies(w):
+        return tql.expval(c, H, x=x, weights=w)
+
+    ref = _fd_jacobian(lambda w: _oracle_energies(recipe, spec.n_wires, w, x_np(x), dense), weights_of(c))
+    for transform in (jacrev, jacfwd):
+        J = transform(energies)(w0)
+        assert J.shape == (spec.batch, c.num_parameters)
+        ref = np.broadcast_to(ref, J.shape)      # the oracle keeps one row when no gate reads x
+        np.testing.assert_allclose(J.detach().numpy(), ref, atol=1e-7, err_msg=transform.__name__)
+
+
+def test_hessian_matches_closed_form(dtype):
+    """⟨Z⟩ after RY(a) RX(b) on one wire is cos a cos b."""
+    c = tql.Circuit(1, dtype=dtype)
+    c.ry(0, trainable=True)
+    c.rx(0, trainable=True)
+    real = torch.float32 if dtype == torch.complex64 else torch.float64
+    w = torch.tensor([0.7, -1.3], dtype=real)
+    Hs = hessian(lambda w: functional_call(c, {"weights": w}, ()).abs().square() @ torch.tensor(
+        [1.0, -1.0], dtype=real))(w)
+    a, b = 0.7, -1.3
+    ref = np.array([[-np.cos(a) * np.cos(b), np.sin(a) * np.sin(b)],
+                    [np.sin(a) * np.sin(b), -np.cos(a) * np.cos(b)]])
+    np.testing.assert_allclose(Hs[0].detach().numpy(), ref, atol=1e-5 if dtype == torch.complex64 else 1e-12)
+    He = hessian(lambda w: tql.expval(c, "Z0", weights=w)[0])(w)
+    np.testing.assert_allclose(He.detach().numpy(), ref, atol=1e-5 if dtype == torch.complex64 else 1e-12)
+
+
+def _layer_and_recipe(dtype, seed):
+    """A 3-wire QuantumLayer (trainable RYs, CNOT chain, input RZs, a trainable CRX) and its oracle
+    gate list as a function of (weights, x)."""
+    c = tql.Circuit(3, dtype=dtype)
+    g = torch.Generator().manual_seed(seed)
+    for w in range(3):
+        c.ry(w, trainable=True)
+    c.cnot(0, 1)
+    c.cnot(1, 2)
+    for w in range(3):
+        c.rz(w, input=w)
+    c.crx(2, 0, trainable=True)
+    with torch.no_grad():
+        c.weights.copy_(torch.rand(c.weights.shape, generator=g) * 6 - 3)
+
+    def recipe(w, x):
+        return ([("RY", i, (w[i],)) for i in range(3)] + [("CNOT", (0, 1), ()), ("CNOT", (1, 2), ())]
+                + [("RZ", i, (x[:, i],)) for i in range(3)] + [("CRX", (2, 0), (w[3],))])
+    return tql.QuantumLayer(c, observables=["Z0", "X1 Z2"]), recipe
+
+
+def _layer_oracle(recipe, w, x):
+    psi = oracle.run_ops(recipe(w, x), 3, np.eye(8)[:1])
+    obs = [oracle.pauli_matrix("ZII"), oracle.pauli_matrix("IXZ")]
+    return np.stack([np.einsum("bi,ij,bj->b", psi.conj(), o, psi).real for o in obs], axis=-1)
+
+
+def test_ensemble_of_layers_by_vmap_over_stacked_parameters(dtype):
+    layers, recipes = zip(*[_layer_and_recipe(dtype, seed) for seed in range(3)])
+    params, buffers = stack_module_state(list(layers))
+    x = torch.rand(5, 3, dtype=torch.float64 if dtype == torch.complex128 else torch.float32) * 3
+
+    def one(p, b, x):
+        return functional_call(layers[0], (p, b), (x,))
+    out = vmap(one, in_dims=(0, 0, None))(params, buffers, x)
+    assert out.shape == (3, 5, 2)
+    for k in range(3):
+        ref = _layer_oracle(recipes[k], weights_of(layers[k].circuit), x.double().numpy())
+        np.testing.assert_allclose(out[k].detach().numpy(), ref, atol=2e-5 if dtype == torch.complex64 else 1e-10)
+
+
+def test_per_sample_gradients_by_vmap_of_grad():
+    layer, recipe = _layer_and_recipe(torch.complex128, 7)
+    params = {k: v.detach() for k, v in layer.named_parameters()}
+    x = torch.rand(4, 3, dtype=torch.float64) * 3
+    y = torch.rand(4, 2, dtype=torch.float64)
+
+    def loss(p, xi, yi):
+        return ((functional_call(layer, p, (xi[None],))[0] - yi) ** 2).sum()
+    per_sample = vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)["circuit.weights"]
+    w = weights_of(layer.circuit)
+    for b in range(4):
+        ref = _fd_jacobian(lambda v: np.atleast_1d(((_layer_oracle(recipe, v, x[b:b + 1].numpy())[0] - y[b].numpy())
+                                                    ** 2).sum()), w)[0]
+        np.testing.assert_allclose(per_sample[b].numpy(), ref, atol=1e-7)
+
+
+@pytest.mark.parametrize("method", ["adjoint", "parameter-shift"])
+def test_first_order_transforms_run_the_requested_method(method):
+    """torch.func.grad / vjp with diff_method='adjoint' or 'parameter-shift': weights and inputs."""
+    layer, recipe = _layer_and_recipe(torch.complex128, 3)
+    c = layer.circuit
+    x = torch.rand(3, 3, dtype=torch.float64) * 3
+    w0 = c.weights.detach().clone()
+    obs = ["Z0", "X1 Z2"]
+
+    def total(w, x):
+        return tql.expval(c, obs, x=x, weights=w, diff_method=method).sum()
+    gw, gx = grad(total, argnums=(0, 1))(w0, x)
+    xs = x.numpy()
+    ref_w = _fd_jacobian(lambda v: np.atleast_1d(_layer_oracle(recipe, v, xs).sum()), w0.numpy())[0]
+    np.testing.assert_allclose(gw.numpy(), ref_w, atol=1e-7)
+    ref_x = np.stack([_fd_jacobian(lambda r: np.atleast_1d(_layer_oracle(recipe, w0.numpy(), np.concatenate(
+        [xs[:b], r[None], xs[b + 1:]])).sum()), xs[b])[0] for b in range(3)])
+    np.testing.assert_allclose(gx.numpy(), ref_x, atol=1e-7)
+    values, pullback = vjp(lambda w: tql.expval(c, obs, x=x, weights=w, diff_method=method), w0)
+    np.testing.assert_allclose(values.numpy(), _layer_oracle(recipe, w0.numpy(), xs), atol=1e-10)
+    cot = torch.tensor([[1.0, -2.0], [0.5, 0.0], [0.0, 3.0]], dtype=torch.float64)
+    ref_vjp = np.einsum("bo,bop->p", cot.numpy(), np.stack(
+        [_fd_jacobian(lambda v, o=o: _layer_oracle(recipe, v, xs)[:, o], w0.numpy()) for o in range(2)], axis=1))
+    np.testing.assert_allclose(pullback(cot)[0].numpy(), ref_vjp, atol=1e-7)
+
+
+@pytest.mark.parametrize("method", ["adjoint", "parameter-shift"])
+@pytest.mark.parametrize("transform", ["vmap", "jacrev", "jacfwd", "vmap-of-grad", "hessian"])
+def test_methods_without_batching_rules_are_refused_by_name(method, transform):
+    layer, _ = _layer_and_recipe(torch.complex128, 3)
+    c = layer.circuit
+    x = torch.rand(3, 3, dtype=torch.float64)
+    w0 = c.weights.detach().clone()
+
+    def f(w, x):
+        return tql.expval(c, "Z0", x=x, weights=w, diff_method=method)
+    calls = {
+        "vmap": lambda: vmap(lambda xi: f(w0, xi[None]))(x),
+        "jacrev": lambda: jacrev(f)(w0, x),
+        "jacfwd": lambda: jacfwd(f)(w0, x),
+        "vmap-of-grad": lambda: vmap(grad(lambda w, xi: f(w, xi[None]).sum()), in_dims=(None, 0))(w0, x),
+        "hessian": lambda: hessian(lambda w: f(w, x).sum())(w0),
+    }
+    with pytest.raises(ValueError, match=f"diff_method='{method}'.*backprop"):
+        calls[transform]()
+
+
+def test_measurements_under_vmap_and_jacrev(dtype):
+    """P(0) = cos²(θ/2), ⟨Z⟩ = cos θ and ρ = |ψ⟩⟨ψ| after RY(θ) on wire 0 of two."""
+    real = torch.float32 if dtype == torch.complex64 else torch.float64
+    tol = 1e-5 if dtype == torch.complex64 else 1e-12
+    c = tql.Circuit(2, dtype=dtype)
+    c.ry(0, input=0)
+    theta = torch.tensor([0.3, 1.1, -2.0], dtype=real)
+
+    def marginal(t):
+        return tql.measure.probabilities(c(t[None, None]), wires=[0])[0, 0]
+    np.testing.assert_allclose(vmap(marginal)(theta).numpy(), np.cos(theta.double().numpy() / 2) ** 2, atol=tol)
+    np.testing.assert_allclose(vmap(jacrev(marginal))(theta).numpy(), -np.sin(theta.double().numpy()) / 2, atol=tol)
+
+    def z(t):
+        return tql.measure.expval_z(c(t[None, None]))[0, 0]
+    np.testing.assert_allclose(vmap(jacfwd(z))(theta).numpy(), -np.sin(theta.double().numpy()), atol=tol)
+
+    def rho01(t):
+        return tql.measure.reduced_density_matrix(c(t[None, None]), wires=[0])[0, 0, 1].real
+    # ρ01 = cos(θ/2) sin(θ/2) = sin(θ)/2
+    np.testing.assert_allclose(vmap(jacrev(rho01))(theta).numpy(), np.cos(theta.double().numpy()) / 2, atol=tol)
+
+
+def test_nan_angles_still_named_under_grad():
+    c = tql.Circuit(1, dtype=torch.complex128)
+    c.ry(0, trainable=True)
+    w = torch.tensor([float("nan")], dtype=torch.float64)
+    with pytest.raises(ValueError, match="NaN"):
+        grad(lambda w: tql.expval(c, "Z0", weights=w).sum())(w)
+    with pytest.raises(ValueError, match="NaN"):
+        grad(lambda x: tql.expval(c, "Z0", x=x).sum())(torch.tensor([[float("nan")]], dtype=torch.float64))

@@ -7,6 +7,7 @@ from .kernels.state import basis_state, from_qiskit_order, random_state, reverse
 from .layers import QuantumLayer
 from .mixed import DensityMatrix, MixedCircuit, NoiseModel
 from .observables import Hamiltonian, PauliString, apply_hamiltonian, expectation
+from . import qiskit_interop  # qiskit itself is imported only inside its functions
 
 __version__ = "0.1.0"
 

@@ -509,6 +509,19 @@ class Circuit(nn.Module):
         from .qasm3 import to_qasm3
         return to_qasm3(self, parameters=parameters)
 
+    # -- Qiskit (torchquantum_layers.qiskit_interop; the qiskit extra) -------------------------
+    @classmethod
+    def from_qiskit(cls, qc, **kwargs) -> "Circuit":
+        """A circuit from a ``qiskit.QuantumCircuit`` (qubit i → wire i); ``inputs=`` / ``trainable=``
+        map its Parameters, see :func:`torchquantum_layers.qiskit_interop.from_qiskit`."""
+        from .qiskit_interop import from_qiskit
+        return from_qiskit(qc, **kwargs)
+
+    def to_qiskit(self, **kwargs):
+        """A ``qiskit.QuantumCircuit`` (wire i → qubit i), see :func:`torchquantum_layers.qiskit_interop.to_qiskit`."""
+        from .qiskit_interop import to_qiskit
+        return to_qiskit(self, **kwargs)
+
 
 def _is_density_input(state) -> bool:
     """A (B, 2^n, 2^n) tensor or a DensityMatrix: run on the density-matrix simulator."""

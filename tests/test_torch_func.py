@@ -233,3 +233,32 @@ def test_nan_angles_still_named_under_grad():
         grad(lambda w: tql.expval(c, "Z0", weights=w).sum())(w)
     with pytest.raises(ValueError, match="NaN"):
         grad(lambda x: tql.expval(c, "Z0", x=x).sum())(torch.tensor([[float("nan")]], dtype=torch.float64))
+
+
+def test_qaoa_jacobian_and_vmap_with_backprop():
+    """Expected cuts of p=2 QAOA on a 5-ring: jacrev and vmap against the dense QAOA oracle."""
+    from torchquantum_layers import optimization as opt
+
+    from .test_qaoa import dense_qaoa, maxcut_costs
+    edges = [(i, (i + 1) % 5) for i in range(5)]
+    q = opt.QAOA(opt.maxcut(opt.cycle_graph(5)), p=2, dtype=torch.complex128)
+    costs = maxcut_costs(5, edges)
+    angles = torch.tensor([[0.3, 0.8, 0.5, 0.2], [1.1, -0.4, 0.7, 0.9]], dtype=torch.float64)
+
+    def oracle(a):
+        psi = dense_qaoa(costs, a[:2], a[2:])
+        return float(np.abs(psi) ** 2 @ costs)
+    values = vmap(lambda a: q(a[None], diff_method="backprop")[0])(angles)
+    np.testing.assert_allclose(values.numpy(), [oracle(a) for a in angles.numpy()], atol=1e-10)
+    J = jacrev(lambda a: q(a, diff_method="backprop"))(angles)
+    for s, a in enumerate(angles.numpy()):
+        ref = _fd_jacobian(lambda v: np.atleast_1d(oracle(v)), a)[0]
+        np.testing.assert_allclose(J[s, s].numpy(), ref, atol=1e-7)
+        assert torch.all(J[s, 1 - s] == 0)           # starts are independent
+
+
+def test_qaoa_adjoint_is_refused_by_name_under_transforms():
+    from torchquantum_layers import optimization as opt
+    q = opt.QAOA(opt.maxcut(opt.random_regular_graph(3, 14, seed=1)), p=1)
+    with pytest.raises(ValueError, match="diff_method='adjoint'.*backprop"):
+        grad(lambda a: q(a).sum())(torch.rand(2, 2))

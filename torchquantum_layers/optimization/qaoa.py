@@ -70,6 +70,7 @@ import torch
 from torch import nn
 
 from ..kernels.state import COMPLEX_DTYPES, REAL_OF, check_allocation
+from ..kernels.transforms import transforms_active
 from .problems import Problem
 from .angles import _check_p
 from .qaoa_ops import _flip_symmetric, _level_table, _real_blocks
@@ -272,6 +273,9 @@ class QAOA(_QAOAAnalysis, _CVaRObjective, _BackpropSweeps, _MixerSetup, _InPlace
                                  diff_method="backprop")
             return out.reshape(shape)
         if method == "adjoint":
+            if transforms_active():
+                raise ValueError("qaoa: diff_method='adjoint' (the default) has no torch.func rules; under "
+                                 "torch.func transforms call the module with diff_method='backprop'")
             out = _AdjointQAOA.apply(gam, bet, self, want_state)
         else:
             psi = self._run_backprop(gam, bet)

@@ -13,6 +13,7 @@ import torch
 from ..caching import lasting
 from ..kernels.apply import apply_matrix_unchecked
 from ..kernels.state import REAL_OF
+from ..kernels.transforms import inspectable
 from .qaoa_ops import _i_power, _popcount
 from .warm_start import _bloch
 
@@ -79,7 +80,7 @@ class _BackpropSweeps:
                              f"(or ({2 * p},), or (G, S, {2 * p}) per graph), got {tuple(angles.shape)}")
         if angles.device != self.device:
             raise TypeError(f"{what}: angles are on {angles.device} but the module is on {self.device}")
-        if angles.device.type == "cpu" and not bool(torch.isfinite(angles).all()):
+        if angles.device.type == "cpu" and inspectable(angles) and not bool(torch.isfinite(angles).all()):
             raise ValueError(f"{what}: angles contain NaN or inf")
         angles = angles.to(REAL_OF[self.dtype])
         squeeze = angles.dim() == 1

@@ -10,7 +10,9 @@
 * :func:`gradient_variance` — the barren-plateau study (:func:`plot_gradient_variance` with the
   ``plot`` extra);
 * :func:`expressibility`, :func:`entangling_capability`, :func:`parameter_dimension` — ansatz
-  descriptors (Sim et al. 2019; Haug et al. 2021), :func:`meyer_wallach` of given states.
+  descriptors (Sim et al. 2019; Haug et al. 2021), :func:`meyer_wallach` of given states;
+* :func:`neural_tangent_kernel`, :func:`parameter_jacobian` — the empirical (quantum) neural
+  tangent kernel of any model, by torch.func.
 """
 from .ansatz_metrics import (EntanglingResult, ExpressibilityResult, ParameterDimensionResult, entangling_capability,
                              expressibility, haar_fidelity_bins, kl_to_haar, meyer_wallach, parameter_dimension,
@@ -22,6 +24,7 @@ from .qgan import QGAN, QGANResult, default_target, train_qgan
 from .vqsd import VQSDResult, spectrum_state, vqsd
 from .vqsvd import VQSVDResult, paddle_random_matrix, vqsvd
 from .linear_solver import VQLSResult, ising_linear_system, pauli_decompose, vqls, vqls_cost
+from .tangent_kernel import neural_tangent_kernel, parameter_jacobian
 
 __all__ = ["prepare_gibbs_state", "gibbs_state", "free_energy_loss", "GibbsResult", "vqsd", "spectrum_state",
            "VQSDResult", "vqsvd", "paddle_random_matrix", "VQSVDResult", "quantum_autoencoder", "autoencode",
@@ -29,4 +32,5 @@ __all__ = ["prepare_gibbs_state", "gibbs_state", "free_energy_loss", "GibbsResul
            "gradient_samples", "plot_gradient_variance", "random_layer_circuit", "BarrenResult", "vqls", "vqls_cost",
            "VQLSResult", "pauli_decompose", "ising_linear_system", "expressibility", "entangling_capability",
            "meyer_wallach", "parameter_dimension", "haar_fidelity_bins", "kl_to_haar", "sample_fidelities",
-           "ExpressibilityResult", "EntanglingResult", "ParameterDimensionResult"]
+           "ExpressibilityResult", "EntanglingResult", "ParameterDimensionResult", "neural_tangent_kernel",
+           "parameter_jacobian"]

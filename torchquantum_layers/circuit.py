@@ -281,11 +281,12 @@ class Circuit(nn.Module):
         return self._sharing([Op(op.gate, op.wires, op.angles, op.data_key, not op.adjoint)
                               for op in reversed(self.ops)])
 
-    def _sharing(self, ops, n_wires: Optional[int] = None, cls=None) -> "Circuit":
+    def _sharing(self, ops, n_wires: Optional[int] = None, cls=None, weights=None) -> "Circuit":
         """A circuit of ``ops`` (on ``n_wires``, default this one's) sharing this one's weights
-        Parameter, matrices, dtype and device; a ``cls`` (a Circuit subclass) instance if given."""
+        Parameter (or taking ``weights``), matrices, dtype and device; a ``cls`` (a Circuit
+        subclass) instance if given."""
         other = (cls or Circuit)(n_wires or self.n_wires, fuse=self.fuse, max_fused_wires=self.max_fused_wires)
-        other.weights = self.weights
+        other.weights = self.weights if weights is None else weights
         other._real_marker = self._real_marker.clone()
         for name, buf in self.named_buffers():
             if name.startswith("_data"):

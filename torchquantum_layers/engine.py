@@ -637,6 +637,10 @@ def run_circuit(circuit, state, x=None, weights=None, fuse=None, tables=None, pr
     """The state after ``circuit``; ``state=None`` is |0…0⟩ (batch from ``x``, else 1).
     ``tables`` (:func:`single_wire_tables`) and ``prepared`` ({id(step): program_matrices}) may
     come from the caller (the adjoint method builds them once, with their graph)."""
+    if fuse is None and tables is None and prepared is None and transforms_active():
+        from . import engine_transforms
+        if engine_transforms.folding_applies(circuit):
+            return engine_transforms.run(circuit, state, x, circuit.weights if weights is None else weights)
     check_finite_weights(circuit.weights if weights is None else weights)
     plan = build_plan(circuit, fuse, layout=rotating_layout(circuit), zero_start=state is None,
                       local_programs=uses_programs(circuit, fuse))

@@ -39,7 +39,8 @@ from typing import Optional
 
 import torch
 
-from ..circuit import Circuit, Input, Op, Param
+from ..circuit import Circuit
+from ..engine_transforms import weights_as_inputs
 from ..kernels.state import REAL_OF
 
 __all__ = ["expressibility", "entangling_capability", "meyer_wallach", "parameter_dimension",
@@ -94,16 +95,6 @@ def _fixed_row(circuit, x, what):
     if not bool(torch.isfinite(x).all()):
         raise ValueError(f"{what}: x contains NaN or inf")
     return x.to(device=circuit.device, dtype=REAL_OF[circuit.dtype])
-
-
-def weights_as_inputs(circuit: Circuit, first_column: int) -> Circuit:
-    """``circuit`` with every trainable angle ``Param(i, s)`` read from input column
-    ``first_column + i`` (scale s kept): a batch of rows then carries a batch of weight vectors.
-    Shares the circuit's matrices, dtype and device."""
-    ops = [Op(op.gate, op.wires,
-              tuple(Input(first_column + a.index, a.scale) if isinstance(a, Param) else a for a in op.angles),
-              op.data_key, op.adjoint) for op in circuit.ops]
-    return circuit._sharing(ops)
 
 
 def _random_weights(circuit, rows, generator):

@@ -2,8 +2,9 @@
 
 Θ(x, x')_{ab} = Σ_p ∂f_a(x)/∂θ_p · ∂f_b(x')/∂θ_p over the model's trainable parameters: the
 kernel that governs gradient-descent training in the lazy regime (Jacot et al. 2018; for quantum
-models Shirai et al. 2021, Liu et al. 2022). The Jacobians come from one ``jacrev`` or ``jacfwd``
-over the whole batch: circuits are batched natively, so no loop over samples or parameters.
+models Shirai et al. 2021, Liu et al. 2022). The Jacobians come from one ``vmap`` over the rows of
+a one-row ``jacrev`` (or ``jacfwd``), which the circuit engine runs as one batch: no Python loop
+over samples or parameters.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Optional, Sequence
 
 import torch
 from torch import nn
-from torch.func import functional_call, jacfwd, jacrev
+from torch.func import functional_call, jacfwd, jacrev, vmap
 
 __all__ = ["neural_tangent_kernel", "parameter_jacobian"]
 
@@ -25,8 +26,11 @@ def parameter_jacobian(model: nn.Module, x: torch.Tensor, params: Optional[Seque
     parameter with ``requires_grad``, flattened in ``named_parameters`` order). A model whose
     output is ``(N,)`` has ``O = 1``.
 
-    ``mode``: ``"reverse"`` (jacrev: one backward pass per output number), ``"forward"``
-    (jacfwd: one forward-mode pass per parameter) or ``"auto"`` (the fewer passes).
+    Each row is one call of the model on a batch of one, all rows under one ``vmap`` (which the
+    circuit engine folds back into its batch); a model whose rows interact (BatchNorm in training
+    mode) gets each row's own Jacobian. ``mode``: ``"reverse"`` (jacrev: a backward pass per
+    output), ``"forward"`` (jacfwd: a forward-mode pass per parameter) or ``"auto"`` (reverse
+    unless there are fewer parameters than outputs).
     """
     names, values = _trainable(model, params)
     if mode not in _MODES:
@@ -35,19 +39,22 @@ def parameter_jacobian(model: nn.Module, x: torch.Tensor, params: Optional[Seque
         raise TypeError(f"parameter_jacobian: x must be a tensor, got {type(x).__name__}")
     buffers = dict(model.named_buffers())
 
-    def outputs(*vals):
+    def batch_outputs(*vals):
         return functional_call(model, (dict(zip(names, vals)), buffers), (x,))
 
     with torch.no_grad():
-        shape = outputs(*values).shape
+        shape = batch_outputs(*values).shape
     if len(shape) not in (1, 2):
         raise ValueError(f"parameter_jacobian: the model's output must be (N,) or (N, O), got {tuple(shape)}")
     N, O = shape[0], (shape[1] if len(shape) == 2 else 1)
+
+    def row_outputs(vals, xi):
+        return functional_call(model, (dict(zip(names, vals)), buffers), (xi[None],))[0]
     P = sum(v.numel() for v in values)
     if mode == "auto":
-        mode = "forward" if P < N * O else "reverse"
+        mode = "forward" if P < O else "reverse"
     transform = jacfwd if mode == "forward" else jacrev
-    parts = transform(outputs, argnums=tuple(range(len(values))))(*values)
+    parts = vmap(transform(row_outputs), in_dims=(None, 0))(values, x)
     return torch.cat([j.reshape(N, O, -1) for j in parts], dim=-1)
 
 

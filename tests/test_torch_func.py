@@ -321,3 +321,36 @@ def test_jacobian_in_the_features_matches_finite_differences():
     per_row = vmap(grad(lambda xi: layer(xi[None])[0, 1]))(x)
     np.testing.assert_allclose(per_row.detach().numpy(), J[torch.arange(3), 1, torch.arange(3)].detach().numpy(),
                                atol=1e-12)
+
+
+def test_fidelity_and_relative_entropy_under_vmap_and_grad():
+    """Uhlmann fidelity and relative entropy of ρ(t) = (1−p)|ψ(t)⟩⟨ψ(t)| + p I/2 (ψ(t) = RY(t)|0⟩)
+    against a fixed mixed σ: vmap over t against SciPy's sqrtm/logm, grad against their central
+    differences."""
+    from scipy.linalg import logm, sqrtm
+    p = 0.3
+    sigma_np = np.array([[0.7, 0.2 - 0.1j], [0.2 + 0.1j, 0.3]])
+    sigma = torch.as_tensor(sigma_np)
+
+    def rho_np(t):
+        psi = np.array([np.cos(t / 2), np.sin(t / 2)])
+        return (1 - p) * np.outer(psi, psi.conj()) + p * np.eye(2) / 2
+
+    def fid_np(t):
+        r = sqrtm(rho_np(t))
+        return np.trace(sqrtm(r @ sigma_np @ r)).real ** 2
+
+    def rel_np(t):
+        r = rho_np(t)
+        return np.trace(r @ (logm(r) - logm(sigma_np))).real
+
+    def rho(t):
+        psi = torch.stack([torch.cos(t / 2), torch.sin(t / 2)]).to(torch.complex128)
+        return ((1 - p) * torch.outer(psi, psi.conj()) + p * torch.eye(2, dtype=torch.complex128) / 2)[None]
+
+    ts = torch.tensor([0.2, 1.3, -2.1], dtype=torch.float64)
+    for f, ref in ((lambda t: tql.qinfo.fidelity(rho(t), sigma[None])[0], fid_np),
+                   (lambda t: tql.qinfo.relative_entropy(rho(t), sigma[None])[0], rel_np)):
+        np.testing.assert_allclose(vmap(f)(ts).numpy(), [ref(t) for t in ts.numpy()], atol=1e-10)
+        fd = [(ref(t + FD_STEP) - ref(t - FD_STEP)) / (2 * FD_STEP) for t in ts.numpy()]
+        np.testing.assert_allclose(vmap(grad(f))(ts).numpy(), fd, atol=1e-6)

@@ -155,19 +155,28 @@ def purity(state, wires=None) -> torch.Tensor:
 # ------------------------------------------------------------------------------------------------
 # matrix square root of a PSD matrix with a gap-free gradient
 class _PsdSqrt(torch.autograd.Function):
+    """(√A, V, √λ); the last two are for the backward only. New-style (setup_context, torch ops
+    only), so torch.func's grad and vmap go through it."""
+    generate_vmap_rule = True
+
     @staticmethod
-    def forward(ctx, a):
+    def forward(a):
         evals, evecs = torch.linalg.eigh(a)
         N = a.shape[-1]
         tol = _tol(a.dtype, N) * evals.abs().amax(dim=-1, keepdim=True).clamp_min(1e-300)
         lam = torch.where(evals > tol, evals, torch.zeros_like(evals))
         s = lam.sqrt()
         out = (evecs * s.unsqueeze(-2).to(evecs.dtype)) @ evecs.conj().transpose(-1, -2)
-        ctx.save_for_backward(evecs, s)
-        return out
+        return out, evecs, s
 
     @staticmethod
-    def backward(ctx, grad):
+    def setup_context(ctx, inputs, output):
+        _, evecs, s = output
+        ctx.mark_non_differentiable(evecs, s)
+        ctx.save_for_backward(evecs, s)
+
+    @staticmethod
+    def backward(ctx, grad, _gv, _gs):
         evecs, s = ctx.saved_tensors
         denom = s.unsqueeze(-1) + s.unsqueeze(-2)
         inv = torch.where(denom > 0, 1 / denom.clamp_min(1e-300), torch.zeros_like(denom))
@@ -179,7 +188,7 @@ def psd_sqrt(a: torch.Tensor) -> torch.Tensor:
     """Square root of Hermitian positive semidefinite matrices ``(..., d, d)`` (negative round-off
     eigenvalues clamped to 0). Differentiable; the gradient is finite for singular matrices
     (the directions with two zero eigenvalues, where √ is not differentiable, get 0)."""
-    return _PsdSqrt.apply(_herm(a))
+    return _PsdSqrt.apply(_herm(a))[0]
 
 
 def _sqrt_trace(a):
@@ -308,19 +317,27 @@ class _SupportLog(torch.autograd.Function):
     evaluated stably, so it stays finite at degenerate spectra (eigh's own backward divides by
     eigenvalue gaps: NaN for the maximally mixed state); 0 for kernel directions."""
 
+    generate_vmap_rule = True           # new-style, torch ops only: torch.func goes through it
+
     @staticmethod
-    def forward(ctx, a, tol):
+    def forward(a, tol):
         mu, v = torch.linalg.eigh(a)
         supp = mu > tol
         logmu = torch.where(supp, torch.log(torch.where(supp, mu, torch.ones_like(mu))), torch.zeros_like(mu))
         out = (v * logmu.unsqueeze(-2).to(v.dtype)) @ v.conj().transpose(-1, -2)
-        ctx.save_for_backward(v, mu, supp)
-        ctx.mark_non_differentiable(mu, v)
         return out, mu, v
 
     @staticmethod
+    def setup_context(ctx, inputs, output):
+        _, mu, v = output
+        ctx.tol = inputs[1]
+        ctx.mark_non_differentiable(mu, v)
+        ctx.save_for_backward(v, mu)
+
+    @staticmethod
     def backward(ctx, grad, _gmu, _gv):
-        v, mu, supp = ctx.saved_tensors
+        v, mu = ctx.saved_tensors
+        supp = mu > ctx.tol
         safe = torch.where(supp, mu, torch.ones_like(mu))
         mi, mj = safe.unsqueeze(-1), safe.unsqueeze(-2)
         mean = (mi + mj) / 2

@@ -354,3 +354,25 @@ def test_fidelity_and_relative_entropy_under_vmap_and_grad():
         np.testing.assert_allclose(vmap(f)(ts).numpy(), [ref(t) for t in ts.numpy()], atol=1e-10)
         fd = [(ref(t + FD_STEP) - ref(t - FD_STEP)) / (2 * FD_STEP) for t in ts.numpy()]
         np.testing.assert_allclose(vmap(grad(f))(ts).numpy(), fd, atol=1e-6)
+
+
+def test_density_matrix_layers_under_transforms():
+    """A noisy layer (density matrices, depolarizing after every gate): vmap over samples against the
+    Kraus-sum oracle; parameter-shift there is refused by name under a transform."""
+    c = tql.Circuit(1, dtype=torch.complex128)
+    c.ry(0, input=0)
+    c.rx(0, trainable=True)
+    with torch.no_grad():
+        c.weights.fill_(0.4)
+    p = 0.1
+    noise = tql.NoiseModel().add(tql.mixed.depolarizing(p))
+    layer = tql.QuantumLayer(c, observables="Z0", noise_model=noise)
+    x = torch.tensor([[0.3], [1.2], [-0.8]], dtype=torch.float64)
+    out = vmap(lambda xi: layer(xi[None])[0])(x)
+    # depolarizing(p) shrinks the Bloch vector by 1 − 4p/3 after each gate; ⟨Z⟩ = cos(a) cos(b)
+    shrink = (1 - 4 * p / 3) ** 2
+    np.testing.assert_allclose(out.detach().numpy().reshape(-1), shrink * np.cos(x[:, 0].numpy()) * np.cos(0.4),
+                               atol=1e-10)
+    shifted = tql.QuantumLayer(c, observables="Z0", noise_model=noise, diff_method="parameter-shift")
+    with pytest.raises(ValueError, match="parameter-shift.*backprop"):
+        grad(lambda w: functional_call(shifted, {"circuit.weights": w}, (x,)).sum())(c.weights.detach())

@@ -22,6 +22,7 @@ from typing import Optional
 import torch
 
 from ..caching import lasting
+from ..kernels.transforms import transforms_active
 from ..block_matrices import single_wire_tables, step_matrix
 from ..circuit import Op
 from ..engine import (DEFAULT_MAX_FUSED_WIRES, _fuse, _tabulate, build_plan, check_finite_weights, perm_index,
@@ -630,6 +631,9 @@ def expval(circuit, observables, x=None, state=None, diff_method: str = "backpro
         if trainable and torch.is_grad_enabled():
             raise ValueError(f"expval: diff_method='parameter-shift' differentiates gate angles only; the "
                              f"channel(s) {sorted(set(trainable))} have trainable parameters: use 'backprop'")
+        if transforms_active():
+            raise ValueError("expval: diff_method='parameter-shift' on density matrices has no torch.func rules; "
+                             "under torch.func transforms use diff_method='backprop'")
         values = _DensityShift.apply(circuit, hams, noise_model, shots, generator, x, rho, weights)
     if constants is not None:
         values = add_constants(values, constants, rho.diagonal(dim1=-2, dim2=-1).sum(-1).real)

@@ -512,9 +512,10 @@ class Circuit(nn.Module):
 
     # -- Qiskit (torchquantum_layers.qiskit_interop; the qiskit extra) -------------------------
     @classmethod
-    def from_qiskit(cls, qc, **kwargs) -> "Circuit":
+    def from_qiskit(cls, qc, **kwargs):
         """A circuit from a ``qiskit.QuantumCircuit`` (qubit i → wire i); ``inputs=`` / ``trainable=``
-        map its Parameters, see :func:`torchquantum_layers.qiskit_interop.from_qiskit`."""
+        map its Parameters; ``return_feature_map=True`` returns ``(circuit, feature_map)`` for angles
+        that are non-affine in the inputs. See :func:`torchquantum_layers.qiskit_interop.from_qiskit`."""
         from .qiskit_interop import from_qiskit
         return from_qiskit(qc, **kwargs)
 

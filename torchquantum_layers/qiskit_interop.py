@@ -1,4 +1,5 @@
-"""Qiskit in and out: :func:`from_qiskit` (``Circuit.from_qiskit``), :func:`to_qiskit`
+"""Qiskit in and out: :func:`from_qiskit` (``Circuit.from_qiskit``), :func:`layer_from_qiskit`
+(a :class:`~torchquantum_layers.QuantumLayer`, what TorchConnector wraps), :func:`to_qiskit`
 (``circuit.to_qiskit()``) and SparsePauliOp ↔ :class:`~torchquantum_layers.Hamiltonian`.
 
 Qiskit (1.0 or later) is imported only inside these functions (``pip install
@@ -32,8 +33,33 @@ Angles
     its order, as TorchConnector's ``input_params``) or a trainable weight (``trainable=``, in its
     order; default: every other parameter of the circuit, in ``qc.parameters`` order). A sum of
     several terms becomes one gate per term where the angle adds up (rotations, P and their
-    controlled forms; U3 as P·RY·P), the mechanism of the OpenQASM 3 reader. Non-affine angles
-    (``sin(θ)``, ``θ·x``, ZZFeatureMap's default ``(π − x_i)(π − x_j)``) raise ValueError.
+    controlled forms; U3 as P·RY·P), the mechanism of the OpenQASM 3 reader.
+
+Derived feature columns (angles non-affine in the inputs)
+    An angle may be any expression of the inputs (ZZFeatureMap's / PauliFeatureMap's default
+    ``2(π − x_i)(π − x_j)``, a ``data_map_func`` with ``sin``/``exp``, ``x²``, ``sqrt(abs(x))``: + − × ÷,
+    powers, sin, cos, tan, their inverses, exp, log, abs, sign, constants) plus an affine part
+    ``Σ a·θ`` in the trainable parameters. Each distinct such expression ``g`` (up to a numeric
+    factor: ``g`` and ``−2g`` share one) becomes one extra input column that the gate reads as
+    ``Input(column, factor)``; the trainable part stays ``Param`` angles. Those columns come from a
+    :class:`~torchquantum_layers.qiskit_features.DerivedFeatures` module, which maps the
+    ``(B, len(inputs))`` features ``x`` to ``(B, len(inputs) + m)``: ``x`` itself, then the ``m``
+    expressions evaluated with torch operations (batched, differentiable in ``x``, in ``x``'s device
+    and dtype; read through ``ParameterExpression.sympify()``, so sympy is needed, a dependency of
+    the ``qiskit`` extra). Two ways to get it:
+
+    - ``circuit, feature_map = from_qiskit(qc, inputs=x, return_feature_map=True)``: the state for
+      features ``x`` is ``circuit(feature_map(x))`` (without derived columns the map returns the
+      columns the circuit reads, ``x`` itself in general);
+    - ``layer = layer_from_qiskit(qc, observables, inputs=x, trainable=w)``: a QuantumLayer whose
+      ``input_map`` is that module, taking ``(B, len(inputs))`` features like Qiskit ML's
+      ``TorchConnector(EstimatorQNN(qc, observables, input_params=x, weight_params=w))``.
+
+    Without ``return_feature_map`` (and from ``Circuit.from_qiskit`` by default) such an angle is a
+    ValueError naming it and both ways, so an affine circuit still reads to a plain Circuit.
+    Trainable parameters must stay affine: ``sin(θ)``, ``θ²``, ``θ·x`` (a trainable parameter
+    times an input) raise ValueError naming the angle and the parameter, as do a function with no
+    torch equivalent and a non-real constant.
 
 Measurement, reset, classical control
     ``measure`` raises ValueError unless ``drop_final_measurements=True``, which drops measurements
@@ -64,8 +90,10 @@ from . import gates as G
 from .circuit import _INIT, Circuit, Input, Param
 from .qasm3_angles import _Lin, _plus, _times
 from .qasm3_gates import _controlled, _ctl, _final, _op
+from .qiskit_features import DerivedAngles, DerivedFeatures
 
-__all__ = ["from_qiskit", "to_qiskit", "hamiltonian_from_sparse_pauli_op", "to_sparse_pauli_op"]
+__all__ = ["from_qiskit", "layer_from_qiskit", "DerivedFeatures", "to_qiskit", "hamiltonian_from_sparse_pauli_op",
+           "to_sparse_pauli_op"]
 
 MAX_NESTING = 64     # definitions deeper than this are a gate that decomposes into itself
 
@@ -104,8 +132,10 @@ def _gradient(expr, parameter, expression_type):
     return g
 
 
-def _angle(value, what: str, expression_type):
-    """A float, or a :class:`_Lin` keyed by parameter name for ``a·θ + b``."""
+def _angle(value, what: str, expression_type, derived=None):
+    """A float, or a :class:`_Lin` keyed by parameter name for ``a·θ + b``; what is not affine
+    goes to ``derived`` (:class:`~torchquantum_layers.qiskit_features.DerivedAngles`), which
+    reads derived input columns or refuses."""
     if not isinstance(value, expression_type):
         return _number(value, what)
     parameters = sorted(value.parameters, key=lambda p: p.name)
@@ -115,6 +145,8 @@ def _angle(value, what: str, expression_type):
     for p in parameters:
         g = _gradient(value, p, expression_type)
         if g is None:
+            if derived is not None:
+                return derived.angle(value, what, p.name)
             raise ValueError(f"{what}: the angle `{value}` is not affine (a*θ + b) in the parameter '{p.name}': a "
                              f"circuit angle is a sum of constant * parameter terms")
         terms[p.name] = _number(g, f"{what}: the coefficient of '{p.name}' in `{value}`")
@@ -212,7 +244,7 @@ def _open_controls(items, controls: tuple, ctrl_state: int) -> list:
 
 
 class _Reader:
-    def __init__(self, qiskit):
+    def __init__(self, qiskit, derived=None):
         from qiskit.circuit import (AnnotatedOperation, Barrier, ControlFlowOp, ControlledGate, Delay, Measure,
                                     ParameterExpression, Reset)
         from qiskit.circuit.annotated_operation import ControlModifier, InverseModifier, PowerModifier
@@ -224,6 +256,7 @@ class _Reader:
         self.dropped = (Barrier, Delay)
         self.measure_type, self.reset_type = Measure, Reset
         self.handlers = _handlers(qiskit)
+        self.derived = derived
 
     def circuit(self, qc, wires: tuple, depth: int, where: str) -> list:
         """The items of a QuantumCircuit whose qubit i is ``wires[i]``, its global phase included."""
@@ -237,7 +270,8 @@ class _Reader:
         if depth > MAX_NESTING:
             raise ValueError(f"from_qiskit: {where} decomposes more than {MAX_NESTING} levels deep (a gate whose "
                              f"definition contains itself?)")
-        phase = _angle(qc.global_phase, f"from_qiskit: the global phase of {where}", self.expression)
+        phase = _angle(qc.global_phase, f"from_qiskit: the global phase of {where}", self.expression,
+                       self.derived)
         if phase != 0.0:
             yield "global phase", (), [("phase", phase)]
         index = {q: i for i, q in enumerate(qc.qubits)}
@@ -301,7 +335,7 @@ class _Reader:
         controlled = isinstance(op, self.controlled_gate)
         k = op.num_ctrl_qubits if controlled else 0
         if handler is not None:
-            items = handler([_angle(p, what, self.expression) for p in op.params], wires)
+            items = handler([_angle(p, what, self.expression, self.derived) for p in op.params], wires)
         elif op.name == "unitary" and hasattr(op, "to_matrix"):
             # Qiskit's qubit 0 is the matrix's least significant bit, a QubitUnitary's first wire its most
             items = [("unitary", wires[::-1], np.asarray(op.to_matrix(), dtype=np.complex128))]
@@ -399,8 +433,8 @@ def _initial(circuit: Circuit, n: int, init, initial_weights):
 # =============================================================================================
 # Qiskit -> Circuit: emitting items into the circuit
 class _Emitter:
-    def __init__(self, circuit: Circuit, binding: dict, drop_final_measurements: bool):
-        self.circuit, self.binding = circuit, binding
+    def __init__(self, circuit: Circuit, binding: dict, drop_final_measurements: bool, derived):
+        self.circuit, self.binding, self.derived = circuit, binding, derived
         self.drop = drop_final_measurements
         self.touched, self.measured = set(), {}
         self.phase = 0.0
@@ -409,7 +443,7 @@ class _Emitter:
         if not isinstance(a, _Lin):
             return a
         (name, coefficient), = a.terms.items()
-        b = self.binding[name]
+        b = self.derived.input(name) if isinstance(name, tuple) else self.binding[name]
         if isinstance(b, Param):
             return Param(b.index, coefficient)
         return Input(b.column, coefficient)
@@ -464,7 +498,7 @@ class _Emitter:
 
 def from_qiskit(qc, *, inputs=None, trainable=None, initial_weights=None, init="uniform",
                 drop_final_measurements: bool = False, global_phase: bool = True, dtype=None,
-                fuse: bool = True, max_fused_wires: Optional[int] = None) -> Circuit:
+                fuse: bool = True, max_fused_wires: Optional[int] = None, return_feature_map: bool = False):
     """A :class:`Circuit` from a ``qiskit.QuantumCircuit`` (qubit i → wire i).
 
     ``inputs``: the Parameters (a list or a ParameterVector) read from the input features, column c
@@ -473,7 +507,18 @@ def from_qiskit(qc, *, inputs=None, trainable=None, initial_weights=None, init="
     ``qc`` in ``qc.parameters`` order. Weights start from ``initial_weights`` (one value each) or
     ``init`` (as :meth:`Circuit.parameter`). ``drop_final_measurements`` drops measurements no
     instruction follows on their qubits (otherwise a measurement is an error). ``global_phase=False``
-    drops the circuit's global phase. See the module docstring for the gates, angles and errors."""
+    drops the circuit's global phase. ``return_feature_map=True`` returns ``(circuit, feature_map)``,
+    ``feature_map`` a :class:`~torchquantum_layers.qiskit_features.DerivedFeatures` computing the
+    derived columns of angles non-affine in the inputs, so that ``circuit(feature_map(x))`` is the
+    state for features ``x`` (one column per ``inputs`` entry); without it such an angle is a
+    ValueError. See the module docstring for the gates, angles and errors."""
+    circuit, derived = _read(qc, inputs, trainable, initial_weights, init, drop_final_measurements, global_phase,
+                             dtype, fuse, max_fused_wires, return_feature_map)
+    return (circuit, derived.module(circuit.n_inputs)) if return_feature_map else circuit
+
+
+def _read(qc, inputs, trainable, initial_weights, init, drop_final_measurements, global_phase, dtype, fuse,
+          max_fused_wires, allow_derived: bool):
     qiskit = _qiskit()
     from qiskit.circuit import Parameter
     if not isinstance(qc, qiskit.QuantumCircuit):
@@ -483,12 +528,48 @@ def from_qiskit(qc, *, inputs=None, trainable=None, initial_weights=None, init="
     binding, n_weights = _bindings(qc, inputs, trainable, Parameter)
     circuit = Circuit(qc.num_qubits, fuse=fuse, max_fused_wires=max_fused_wires, dtype=dtype)
     _initial(circuit, n_weights, init, initial_weights)
-    emitter = _Emitter(circuit, binding, drop_final_measurements)
-    for name, wires, items in _Reader(qiskit).instructions(qc, tuple(range(qc.num_qubits)), 0, "the circuit"):
+    derived = DerivedAngles(binding, sum(isinstance(b, Input) for b in binding.values()), allow_derived)
+    emitter = _Emitter(circuit, binding, drop_final_measurements, derived)
+    reader = _Reader(qiskit, derived)
+    for name, wires, items in reader.instructions(qc, tuple(range(qc.num_qubits)), 0, "the circuit"):
         emitter.instruction(name, wires, items)
     if global_phase:
         emitter.global_phase()
-    return circuit
+    return circuit, derived
+
+
+def layer_from_qiskit(qc, observables, *, inputs=None, trainable=None, initial_weights=None, init="uniform",
+                      drop_final_measurements: bool = False, global_phase: bool = True, dtype=None,
+                      fuse: bool = True, max_fused_wires: Optional[int] = None, **layer_kwargs):
+    """A :class:`~torchquantum_layers.QuantumLayer` from a ``qiskit.QuantumCircuit``: what Qiskit
+    ML's ``TorchConnector(EstimatorQNN(qc, observables, input_params=inputs, weight_params=trainable))``
+    computes, ``(B, len(inputs))`` features → ``(B, n_observables)`` expectations.
+
+    The circuit is read by :func:`from_qiskit` (same keyword arguments) with derived columns
+    allowed; the layer's ``input_map`` is the :class:`~torchquantum_layers.qiskit_features.DerivedFeatures`
+    computing them (so classical layers before it train through them), absent where the circuit
+    has no inputs. ``observables``: a ``SparsePauliOp`` or a list of them (read as by
+    :func:`hamiltonian_from_sparse_pauli_op`), or anything :class:`QuantumLayer` takes; a single
+    one gives one output column. ``layer_kwargs`` go to :class:`QuantumLayer` (``diff_method``,
+    ``shots``, ``noise_model`` ...)."""
+    from .layers import QuantumLayer
+    if "input_map" in layer_kwargs:
+        raise TypeError("layer_from_qiskit: the input_map is the derived-feature module; put a map of your own "
+                        "before the layer (nn.Sequential(my_map, layer))")
+    circuit, derived = _read(qc, inputs, trainable, initial_weights, init, drop_final_measurements, global_phase,
+                             dtype, fuse, max_fused_wires, True)
+    feature_map = derived.module(circuit.n_inputs)
+    return QuantumLayer(circuit, _observables(observables), input_map=feature_map if feature_map.in_features else None,
+                        **layer_kwargs)
+
+
+def _observables(observables):
+    from qiskit.quantum_info import SparsePauliOp
+    if isinstance(observables, SparsePauliOp):
+        return hamiltonian_from_sparse_pauli_op(observables)
+    if isinstance(observables, (list, tuple)):
+        return [hamiltonian_from_sparse_pauli_op(o) if isinstance(o, SparsePauliOp) else o for o in observables]
+    return observables
 
 
 # =============================================================================================

@@ -132,39 +132,38 @@ class _Backward(torch.autograd.Function):
 
     @staticmethod
     def vmap(info, in_dims, circuit, needs, x, state, weights, grad_psi):
-        folded = _Fold(info.batch_size, in_dims[2:5], circuit, x, state, weights, always_rows=True)
-        grad_rows = folded.fold_rows(grad_psi, in_dims[5])
-        row_needs = (needs[0] or needs[2], needs[1], False)      # weights are x columns now
-        gx, gs = _sparse_rows_vjp(folded, row_needs, grad_rows)
-        out = []
-        if needs[0]:
-            out.append(folded.unfold_rows(gx[:, :folded.n_features]))
-        if needs[1]:
-            out.append(folded.unfold_state_grad(gs))
-        if needs[2]:
-            out.append(folded.unfold_rows(gx[:, folded.n_features:]).sum(dim=1))
-        return tuple(out), (0,) * len(out)
+        return vjp_by_rows(info.batch_size, in_dims[2:6], circuit, needs, x, state, weights, grad_psi,
+                           lambda c, row_needs, *args: _Backward.apply(c, row_needs, *args))
 
 
-def _sparse_rows_vjp(folded, row_needs, grad_rows):
-    """(∂/∂x rows, ∂/∂state rows) of the folded call, run on the rows whose cotangent is not zero
-    only: jacrev's cotangents are one-hot, so of its V·B rows about V carry one. Only where no
-    outer vmap remains (the values can be read); zero rows get zero gradients."""
+def vjp_by_rows(V, dims, circuit, needs, x, state, weights, grad, vjp):
+    """The vmap rule of a vector-Jacobian product ``vjp(circuit, needs, x, state, weights, grad)``
+    (a tuple: one gradient per true entry of ``needs`` for x, state, weights): V·B rows with the
+    weights as per-row columns, one call, the rows' gradients split back per vmapped index (the
+    weights' summed over each index's rows). Only the rows whose cotangent is not zero run where
+    no outer vmap remains (jacrev's cotangents are one-hot: about V of its V·B rows carry one)."""
+    folded = _Fold(V, dims[:3], circuit, x, state, weights, always_rows=True)
+    grad_rows = folded.fold_rows(grad, dims[3])
+    row_needs = (needs[0] or needs[2], needs[1], False)      # weights are x columns now
     rows = grad_rows.shape[0]
     sparse = folded.x is not None and not transforms_active()
     if sparse:
-        keep = torch.nonzero(grad_rows.abs().sum(dim=1)).flatten()
+        keep = torch.nonzero(grad_rows.reshape(rows, -1).abs().sum(dim=1)).flatten()
         sparse = keep.numel() < rows
     pick = (lambda t: None if t is None else t.index_select(0, keep)) if sparse else (lambda t: t)
-    grads = iter(_Backward.apply(folded.circuit, row_needs, pick(folded.x), pick(folded.state), folded.weights,
-                                 pick(grad_rows)))
+    grads = iter(vjp(folded.circuit, row_needs, pick(folded.x), pick(folded.state), folded.weights, pick(grad_rows)))
+    gx, gs = (next(grads) if need else None for need in row_needs[:2])
+    if sparse:
+        gx, gs = (None if g is None else torch.zeros((rows,) + tuple(like.shape[1:]), dtype=g.dtype, device=g.device)
+                  .index_copy(0, keep, g) for g, like in ((gx, folded.x), (gs, folded.state)))
     out = []
-    for need, like in zip(row_needs[:2], (folded.x, folded.state)):
-        g = next(grads) if need else None
-        if g is not None and sparse:
-            g = torch.zeros((rows,) + tuple(like.shape[1:]), dtype=g.dtype, device=g.device).index_copy(0, keep, g)
-        out.append(g)
-    return out
+    if needs[0]:
+        out.append(folded.unfold_rows(gx[:, :folded.n_features]))
+    if needs[1]:
+        out.append(folded.unfold_state_grad(gs))
+    if needs[2]:
+        out.append(folded.unfold_rows(gx[:, folded.n_features:]).sum(dim=1))
+    return tuple(out), (0,) * len(out)
 
 
 class _Fold:

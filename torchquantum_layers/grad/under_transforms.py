@@ -1,26 +1,29 @@
-"""``diff_method="adjoint"`` and ``"parameter-shift"`` inside ``torch.func.grad`` / ``vjp``.
+"""``diff_method="adjoint"`` and ``"parameter-shift"`` under ``torch.func`` transforms.
 
 :class:`AdjointExpval` and :class:`ParameterShiftExpval` are old-style autograd Functions
 (their forward decides what to record from ``ctx.needs_input_grad``), which torch.func refuses.
-This new-style Function is what those transforms call instead. functorch runs its forward and
-backward on ordinary tensors; there the transforms' interpreters are set aside and the requested
-method runs as it does outside any transform, its backward taking that method's own
-vector-Jacobian product (one forward pass more than outside a transform). Transforms that would
-batch or differentiate those sweeps (vmap, jacrev, jacfwd, hessian, nested grads) are refused
-by name: the sweeps have no batching or forward-mode rules, and quietly switching method would
-not be what was asked for. ``diff_method="backprop"`` works under all of them.
+These new-style Functions are what the transforms call instead. functorch runs them on
+ordinary tensors; there the transforms' interpreters are set aside and the requested method runs
+as it does outside any transform. The backward is a second Function, the method's own
+vector-Jacobian product (one forward pass more than outside a transform). Under vmap both fold
+the vmapped dimension into the circuit's batch (engine_transforms: vmapped weights become
+per-row angles), so ``vmap``, ``vmap(grad)`` and ``jacrev`` run the requested method on one
+batch. Forward-mode transforms (jvp, jacfwd, hessian) and second derivatives are refused by
+name: the sweeps have no forward-mode rules, and quietly switching method would not be what was
+asked for. ``diff_method="backprop"`` works under all of them.
 """
 from __future__ import annotations
 
 import torch
 
-from ..kernels.transforms import outside_transforms, plain_value, wrapped
+from ..engine_transforms import _Fold, vjp_by_rows
+from ..kernels.transforms import outside_transforms
 
 
 def _refuse(method: str, transform: str):
-    return ValueError(f"expval: diff_method={method!r} works under torch.func.grad and torch.func.vjp, not "
-                      f"under {transform} (its sweep has no batching or forward-mode rule); use "
-                      f"diff_method='backprop' there, which supports every torch.func transform")
+    return ValueError(f"expval: diff_method={method!r} works under torch.func.grad, vjp, vmap and jacrev, not "
+                      f"under {transform} (its sweep has no forward-mode rule); use diff_method='backprop' "
+                      f"there, which supports every torch.func transform")
 
 
 class TransformExpval(torch.autograd.Function):
@@ -28,42 +31,65 @@ class TransformExpval(torch.autograd.Function):
 
     @staticmethod
     def forward(method, circuit, observables, shots, generator, x, state, weights):
-        if any(wrapped(t) for t in (x, state, weights)):
-            raise _refuse(method, "nested torch.func transforms")
         with outside_transforms(), torch.no_grad():
             return _method_values(method, circuit, observables, shots, generator, x, state, weights)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
         method, circuit, observables, shots, generator, x, state, weights = inputs
-        ctx.method, ctx.circuit, ctx.observables, ctx.shots, ctx.generator = (method, circuit, observables,
-                                                                              shots, generator)
+        ctx.spec = (method, circuit, observables, shots, generator)
         ctx.save_for_backward(x, state, weights)
 
     @staticmethod
     def backward(ctx, grad_values):
-        # functorch hands the backward its tensors wrapped for the grad level; one level is
-        # unwrapped here, anything more (a batched cotangent, a second level) is a transform of
-        # the backward itself
-        grad_values, *saved = (None if t is None else plain_value(t) for t in (grad_values, *ctx.saved_tensors))
-        if grad_values is None or any(s is None and t is not None for s, t in zip(saved, ctx.saved_tensors)):
-            raise _refuse(ctx.method, "jacrev, hessian, vmap of grad or nested grads")
-        needs = ctx.needs_input_grad[5:8]
-        with outside_transforms(), torch.enable_grad():
-            leaves = [None if t is None else t.detach().requires_grad_(need) for t, need in zip(saved, needs)]
-            values = _method_values(ctx.method, ctx.circuit, ctx.observables, ctx.shots, ctx.generator,
-                                    *leaves)
-            wanted = [t for t in leaves if t is not None and t.requires_grad]
-            grads = iter(torch.autograd.grad(values, wanted, grad_values) if wanted else ())
-        return (None,) * 5 + tuple(next(grads) if t is not None and t.requires_grad else None for t in leaves)
+        x, state, weights = ctx.saved_tensors
+        needs = tuple(bool(n) and t is not None for n, t in zip(ctx.needs_input_grad[5:8], (x, state, weights)))
+        if not any(needs):
+            return (None,) * 8
+        grads = iter(_MethodVJP.apply(ctx.spec, needs, x, state, weights, grad_values))
+        return (None,) * 5 + tuple(next(grads) if need else None for need in needs)
 
     @staticmethod
-    def vmap(info, in_dims, method, *args):
-        raise _refuse(method, "torch.func.vmap")
+    def vmap(info, in_dims, method, circuit, observables, shots, generator, x, state, weights):
+        folded = _Fold(info.batch_size, in_dims[5:8], circuit, x, state, weights)
+        values = TransformExpval.apply(method, folded.circuit, observables, shots, generator, folded.x,
+                                       folded.state, folded.weights)
+        return folded.unfold_rows(values), 0
 
     @staticmethod
     def jvp(ctx, *tangents):
-        raise _refuse(ctx.method, "torch.func.jvp / jacfwd")
+        raise _refuse(ctx.spec[0], "torch.func.jvp, jacfwd or hessian")
+
+
+class _MethodVJP(torch.autograd.Function):
+    """(∂/∂x, ∂/∂state, ∂/∂weights) — the ones ``needs`` asks for — of ⟨grad, values⟩, by the
+    method in ``spec``, on ordinary tensors."""
+
+    @staticmethod
+    def forward(spec, needs, x, state, weights, grad_values):
+        with outside_transforms(), torch.enable_grad():
+            leaves = [None if t is None else t.detach().requires_grad_(need)
+                      for t, need in zip((x, state, weights), needs)]
+            values = _method_values(*spec, *leaves)
+            wanted = [t for t, need in zip(leaves, needs) if need]
+            if not values.requires_grad:
+                return tuple(torch.zeros_like(t) for t in wanted)
+            return tuple(torch.autograd.grad(values, wanted, grad_values, allow_unused=True, materialize_grads=True))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.method = inputs[0][0]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise _refuse(ctx.method, "a second derivative (nested grad, hessian)")
+
+    @staticmethod
+    def vmap(info, in_dims, spec, needs, x, state, weights, grad_values):
+        method, _, observables, shots, generator = spec
+        return vjp_by_rows(info.batch_size, in_dims[2:6], spec[1], needs, x, state, weights, grad_values,
+                           lambda c, row_needs, *args: _MethodVJP.apply((method, c, observables, shots, generator),
+                                                                        row_needs, *args))
 
 
 def _method_values(method, circuit, observables, shots, generator, x, state, weights):

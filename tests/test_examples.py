@@ -105,12 +105,22 @@ def test_variational_dynamics_follows_the_exact_quench_and_finds_the_ground_stat
 
 
 def test_qaoa_mps_large_matches_the_ring_and_stays_below_gw(capsys):
-    """p = 1 QAOA on a 20-node ring as an MPS: the trained energy equals the analytic value, the
-    expected cut stays below the Goemans–Williamson upper bound, samples are valid cuts."""
-    out = load("qaoa_mps_large").main(["--graph", "ring", "--n", "20", "--steps", "6", "--lr", "0.1",
-                                       "--shots", "64", "--chi", "8"])
-    assert out["deviation"] is not None and out["deviation"] < 1e-8
-    assert out["expected_cut"] <= out["gw_upper_bound"] + 1e-9
-    assert 0 < out["best_cut"] <= 20                       # the ring's max cut is 20
-    assert out["energy"] < out["energies"][0]
-    assert "|E_MPS − E_analytic|" in capsys.readouterr().out
+    """p = 1 QAOA as an MPS on a 20-node ring and a 12-node random 3-regular graph, nodes placed by
+    tql.mps.wire_order: the ring's trained energy equals the analytic value, the 3-regular graph's
+    the state vector of the original labels; expected cuts stay below the Goemans–Williamson upper
+    bound; sampled cuts (mapped back to node labels) are recomputed by brute force on the edges."""
+    out = load("qaoa_mps_large").main(["--graph", "both", "--n", "20", "--n-regular", "12", "--steps", "4",
+                                       "--lr", "0.1", "--shots", "64", "--chi", "16"])
+    ring, regular = out["ring"], out["regular"]
+    assert ring["deviation"] is not None and ring["deviation"] < 1e-8
+    assert ring["bandwidth_before"] == 19 and ring["bandwidth_after"] == 2      # the closing edge (0, 19)
+    assert regular["bond_bound"] <= 16 and regular["deviation"] < 1e-8           # χ = 16 is exact here
+    assert regular["bandwidth_after"] < regular["bandwidth_before"]
+    for res, n in ((ring, 20), (regular, 12)):
+        assert sorted(res["order"]) == list(range(n))
+        assert res["expected_cut"] <= res["gw_upper_bound"] + 1e-9
+        assert res["energy"] < res["energies"][0]
+        bits = res["best_bits"]
+        assert res["best_cut"] == sum(bits[u] != bits[v] for u, v in res["edges"]) > 0
+    printed = capsys.readouterr().out
+    assert "|E_MPS − E_analytic|" in printed and "|E_MPS − E_exact|" in printed and "bandwidth 19 -> 2" in printed

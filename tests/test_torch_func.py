@@ -403,3 +403,28 @@ def test_density_matrix_layers_under_transforms():
     shifted = tql.QuantumLayer(c, observables="Z0", noise_model=noise, diff_method="parameter-shift")
     with pytest.raises(ValueError, match="parameter-shift.*backprop"):
         grad(lambda w: functional_call(shifted, {"circuit.weights": w}, (x,)).sum())(c.weights.detach())
+
+
+def test_mps_layer_under_grad_and_refused_under_vmap():
+    """QuantumLayer(simulator="mps") at a bond that truncates nothing: torch.func.grad against finite
+    differences of the dense oracle; vmap refused by name (bond dimensions are value-dependent shapes)."""
+    c = tql.Circuit(4, dtype=torch.complex128)
+    for w in range(4):
+        c.ry(w, trainable=True)
+    for w in range(3):
+        c.cnot(w, w + 1)
+    c.rx(3, trainable=True)
+    with torch.no_grad():
+        c.weights.copy_(torch.tensor([0.3, -1.1, 0.7, 2.0, 0.4], dtype=torch.float64))
+    layer = tql.QuantumLayer(c, observables="Z0 Z3", simulator="mps", max_bond=8)
+    x = torch.zeros(2, 0, dtype=torch.float64)
+    g = grad(lambda w: functional_call(layer, {"circuit.weights": w}, (x,)).sum())(c.weights.detach())
+
+    def energy(w):
+        ops = ([("RY", i, (w[i],)) for i in range(4)] + [("CNOT", (i, i + 1), ()) for i in range(3)]
+               + [("RX", 3, (w[4],))])
+        psi = oracle.run_ops(ops, 4, np.eye(16)[:1])[0]
+        return np.atleast_1d(2 * (psi.conj() @ oracle.pauli_matrix("ZIIZ") @ psi).real)
+    np.testing.assert_allclose(g.detach().numpy(), _fd_jacobian(energy, weights_of(c))[0], atol=1e-7)
+    with pytest.raises(ValueError, match="vmap.*MPS"):
+        vmap(lambda w: functional_call(layer, {"circuit.weights": w}, (x,)))(torch.stack([c.weights.detach()] * 2))

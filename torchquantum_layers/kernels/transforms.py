@@ -64,3 +64,15 @@ def plain_value(t):
         return None
     inner = functorch.get_unwrapped(t)
     return None if wrapped(inner) else inner
+
+
+def vmap_active() -> bool:
+    """Whether a vmap level is on the transform stack (for code whose shapes depend on values)."""
+    if not transforms_active():
+        return False
+    try:
+        from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+    except ImportError:
+        return True
+    vmap_kind = torch._C._functorch.TransformType.Vmap
+    return any(i.key() == vmap_kind for i in retrieve_all_functorch_interpreters())

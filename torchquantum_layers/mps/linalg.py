@@ -14,22 +14,28 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..kernels.transforms import wrapped
+
 # broadening η of the Lorentzian per real dtype (singular values of a normalised state are ≤ 1)
 ETA = {torch.float32: 1e-12, torch.float64: 1e-24}
 
 
 class _SVDLeft(torch.autograd.Function):
-    """``(U, S)`` of a batch of matrices; gradients flow through ``U`` only (S is a constant)."""
+    """``(U, S, Vh)`` of a batch of matrices; gradients flow through ``U`` only (S is a constant,
+    Vh is returned for the backward). New-style (setup_context), so torch.func.grad goes through."""
 
     @staticmethod
-    def forward(ctx, a):
-        u, s, vh = torch.linalg.svd(a, full_matrices=False)
+    def forward(a):
+        return torch.linalg.svd(a, full_matrices=False)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        u, s, vh = output
         ctx.save_for_backward(u, s, vh)
-        ctx.mark_non_differentiable(s)
-        return u, s
+        ctx.mark_non_differentiable(s, vh)
 
     @staticmethod
-    def backward(ctx, gu, _gs):
+    def backward(ctx, gu, _gs, _gvh):
         u, s, vh = ctx.saved_tensors
         if gu is None:
             return None
@@ -49,7 +55,8 @@ class _SVDLeft(torch.autograd.Function):
 
 def svd_left(a: torch.Tensor):
     """``(U, S)`` of ``a`` ``(..., m, n)`` with the broadened backward of the module notes."""
-    return _SVDLeft.apply(a)
+    u, s, _ = _SVDLeft.apply(a)
+    return u, s
 
 
 def _needs_grad(a: torch.Tensor) -> bool:
@@ -74,7 +81,7 @@ def _keep_count(s: torch.Tensor, max_bond: int, cutoff: float):
     if k == 0:
         return 1, None
     s = s.detach()
-    if s.device.type == "cpu":
+    if s.device.type == "cpu" and not wrapped(s):      # (under torch.func.grad: the torch path below)
         # NumPy on the host values: a dozen tiny torch dispatches per SVD were a fifth of the run
         v = s.numpy()
         s2 = v * v

@@ -14,6 +14,7 @@ import numbers
 import torch
 
 from ..kernels.state import REAL_OF
+from ..kernels.transforms import vmap_active
 from .state import MPS
 
 MAX_GATE_WIRES = 4
@@ -155,7 +156,12 @@ def run(circuit, x=None, *, max_bond: int = 64, cutoff: float = 1e-10, weights=N
     replaces ``circuit.weights`` for this call. Each SVD keeps at most ``max_bond`` singular
     values, and drops the smallest while their relative weight ``Σ s²/‖s‖²`` stays within
     ``cutoff``; the discarded weights add up in ``mps.discarded`` (per sample). Differentiable
-    (autograd through the contractions and SVDs; see :mod:`.linalg`)."""
+    (autograd through the contractions and SVDs; see :mod:`.linalg`), also under torch.func.grad;
+    not under vmap: the bond dimensions are shapes decided by the values."""
+    if vmap_active():
+        raise ValueError("mps.run: torch.func.vmap (and jacrev, which vmaps) cannot run an MPS: its bond dimensions "
+                         "are shapes decided by the singular values; batch the rows in x instead (one call runs "
+                         "them all), or use the state-vector simulator")
     _check(circuit, max_bond, cutoff, "mps.run")
     x, _ = _features(circuit, x, "mps.run")
     weights = circuit.weights_or(weights, "mps.run")

@@ -92,11 +92,8 @@ class _Forward(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_psi):
         x, state, weights = ctx.saved_tensors
-        needs = tuple(bool(n) and t is not None for n, t in zip(ctx.needs_input_grad[1:4], (x, state, weights)))
-        if not any(needs):
-            return None, None, None, None
-        grads = iter(_Backward.apply(ctx.circuit, needs, x, state, weights, grad_psi))
-        return (None,) + tuple(next(grads) if need else None for need in needs)
+        return (None,) + grads_for(ctx.needs_input_grad[1:4], (x, state, weights),
+                                   lambda needs: _Backward.apply(ctx.circuit, needs, x, state, weights, grad_psi))
 
     @staticmethod
     def vmap(info, in_dims, circuit, x, state, weights):
@@ -134,6 +131,16 @@ class _Backward(torch.autograd.Function):
     def vmap(info, in_dims, circuit, needs, x, state, weights, grad_psi):
         return vjp_by_rows(info.batch_size, in_dims[2:6], circuit, needs, x, state, weights, grad_psi,
                            lambda c, row_needs, *args: _Backward.apply(c, row_needs, *args))
+
+
+def grads_for(needs_input_grad, tensors, vjp):
+    """A backward's gradients for ``tensors`` (None where not needed): ``vjp(needs)`` returns one
+    per true entry of ``needs``."""
+    needs = tuple(bool(n) and t is not None for n, t in zip(needs_input_grad, tensors))
+    if not any(needs):
+        return (None,) * len(tensors)
+    grads = iter(vjp(needs))
+    return tuple(next(grads) if need else None for need in needs)
 
 
 def vjp_by_rows(V, dims, circuit, needs, x, state, weights, grad, vjp):

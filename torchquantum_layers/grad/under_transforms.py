@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from ..engine_transforms import _Fold, vjp_by_rows
+from ..engine_transforms import _Fold, grads_for, vjp_by_rows
 from ..kernels.transforms import outside_transforms
 
 
@@ -43,11 +43,8 @@ class TransformExpval(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_values):
         x, state, weights = ctx.saved_tensors
-        needs = tuple(bool(n) and t is not None for n, t in zip(ctx.needs_input_grad[5:8], (x, state, weights)))
-        if not any(needs):
-            return (None,) * 8
-        grads = iter(_MethodVJP.apply(ctx.spec, needs, x, state, weights, grad_values))
-        return (None,) * 5 + tuple(next(grads) if need else None for need in needs)
+        return (None,) * 5 + grads_for(ctx.needs_input_grad[5:8], (x, state, weights),
+                                       lambda needs: _MethodVJP.apply(ctx.spec, needs, x, state, weights, grad_values))
 
     @staticmethod
     def vmap(info, in_dims, method, circuit, observables, shots, generator, x, state, weights):

@@ -65,7 +65,9 @@ Measurement, reset, classical control
     ``measure`` raises ValueError unless ``drop_final_measurements=True``, which drops measurements
     nothing acts on afterwards; ``reset`` is accepted on a qubit nothing has touched (still |0⟩);
     control flow (``if_else``, ``while_loop``, ...) and other classical instructions are refused;
-    ``box`` is read as its body.
+    ``box`` is read as its body. ``MixedCircuit.from_qiskit``
+    (:mod:`~torchquantum_layers.qiskit_dynamic`) reads measurements, resets and ``if_test`` /
+    ``for_loop`` blocks into a density-matrix circuit with the same gate reader.
 
 Out
     :func:`to_qiskit` writes each table gate as the Qiskit gate of the same matrix, or an exact
@@ -244,7 +246,7 @@ def _open_controls(items, controls: tuple, ctrl_state: int) -> list:
 
 
 class _Reader:
-    def __init__(self, qiskit, derived=None):
+    def __init__(self, qiskit, derived=None, caller: str = "from_qiskit"):
         from qiskit.circuit import (AnnotatedOperation, Barrier, ControlFlowOp, ControlledGate, Delay, Measure,
                                     ParameterExpression, Reset)
         from qiskit.circuit.annotated_operation import ControlModifier, InverseModifier, PowerModifier
@@ -257,6 +259,7 @@ class _Reader:
         self.measure_type, self.reset_type = Measure, Reset
         self.handlers = _handlers(qiskit)
         self.derived = derived
+        self.caller = caller            # the function named in error messages
 
     def circuit(self, qc, wires: tuple, depth: int, where: str) -> list:
         """The items of a QuantumCircuit whose qubit i is ``wires[i]``, its global phase included."""
@@ -268,9 +271,9 @@ class _Reader:
     def instructions(self, qc, wires: tuple, depth: int, where: str):
         """(Qiskit name, wires, items) per instruction, the circuit's global phase first."""
         if depth > MAX_NESTING:
-            raise ValueError(f"from_qiskit: {where} decomposes more than {MAX_NESTING} levels deep (a gate whose "
+            raise ValueError(f"{self.caller}: {where} decomposes more than {MAX_NESTING} levels deep (a gate whose "
                              f"definition contains itself?)")
-        phase = _angle(qc.global_phase, f"from_qiskit: the global phase of {where}", self.expression,
+        phase = _angle(qc.global_phase, f"{self.caller}: the global phase of {where}", self.expression,
                        self.derived)
         if phase != 0.0:
             yield "global phase", (), [("phase", phase)]
@@ -281,7 +284,7 @@ class _Reader:
 
     def describe(self, op, wires, where):
         inside = "" if where == "the circuit" else f" (inside {where})"
-        return f"from_qiskit: instruction '{op.name}' on qubit(s) {list(wires)}{inside}"
+        return f"{self.caller}: instruction '{op.name}' on qubit(s) {list(wires)}{inside}"
 
     def instruction(self, op, wires: tuple, depth: int, where: str) -> list:
         what = self.describe(op, wires, where)
@@ -295,10 +298,11 @@ class _Reader:
             if op.name == "box":
                 return self.circuit(op.blocks[0], wires, depth + 1, f"'{op.name}'")
             raise ValueError(f"{what}: classical control flow cannot be represented in a circuit, which is a fixed "
-                             f"sequence of gates")
+                             f"sequence of gates; MixedCircuit.from_qiskit reads if_test and for_loop blocks")
         if getattr(op, "condition", None) is not None:      # Qiskit 1.x c_if
             raise ValueError(f"{what}: a gate conditioned on classical bits (c_if) cannot be represented in a "
-                             f"circuit; condition it on measured wires in a tql.MixedCircuit")
+                             f"circuit; condition it on measured wires in a tql.MixedCircuit (MixedCircuit.from_qiskit "
+                             f"reads if_test blocks)")
         if getattr(op, "num_clbits", 0):
             raise ValueError(f"{what}: instructions on classical bits are not supported")
         if isinstance(op, self.annotated_type) and self.integer_modifiers(op):
@@ -453,7 +457,7 @@ class _Emitter:
         if late and any(it[0] not in ("phase", "measure") for it in items):
             raise ValueError(f"from_qiskit: instruction '{name}' on qubit(s) {list(wires)} follows the "
                              f"'{self.measured[late[0]]}' of qubit {late[0]}: only final measurements can be "
-                             f"dropped")
+                             f"dropped (MixedCircuit.from_qiskit reads mid-circuit measurements)")
         for it in items:
             self.item(it)
 
@@ -466,7 +470,7 @@ class _Emitter:
             if not self.drop:
                 raise ValueError(f"from_qiskit: instruction '{name}' on qubit(s) {list(wires)}: a circuit returns "
                                  f"the state before measurement; pass drop_final_measurements=True to drop final "
-                                 f"measurements")
+                                 f"measurements, or read mid-circuit measurements with MixedCircuit.from_qiskit")
             self.measured.update((w, name) for w in wires)
         elif kind == "reset":
             _, wires, name = it
@@ -474,7 +478,7 @@ class _Emitter:
             if used:
                 raise ValueError(f"from_qiskit: instruction '{name}' on qubit(s) {list(wires)}: a reset after "
                                  f"qubit {used[0]} was used cannot be represented in a unitary circuit (reset is "
-                                 f"accepted only on qubits still in |0>)")
+                                 f"accepted only on qubits still in |0>; MixedCircuit.from_qiskit reads it)")
         elif kind == "unitary":
             _, wires, m = it
             self.touched.update(wires)
@@ -484,9 +488,10 @@ class _Emitter:
             self.touched.update(wires)
             self.add(gate, wires, angles, adjoint)
 
-    def add(self, gate, wires, angles, adjoint=False):
+    def add(self, gate, wires, angles, adjoint=False, **kwargs):
+        # kwargs: MixedCircuit.add's condition= (qiskit_dynamic)
         for g, w, a in _final(gate, wires, angles, adjoint):
-            self.circuit.add(g, w, *(self.angle(x) for x in a))
+            self.circuit.add(g, w, *(self.angle(x) for x in a), **kwargs)
 
     def global_phase(self):
         # e^{iα} = P(2α) RZ(-2α) on wire 0: a Circuit has no global-phase slot; being e^{iα}·1, it

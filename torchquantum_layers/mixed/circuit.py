@@ -246,3 +246,12 @@ class MixedCircuit(Circuit):
         if self.instructions or self.noise_model is not None:
             raise ValueError("MixedCircuit.unitary: the circuit has channels or noise; it has no unitary")
         return super().unitary()
+
+    @classmethod
+    def from_qiskit(cls, qc, **kwargs):
+        """A MixedCircuit from a Qiskit dynamic circuit: ``measure``, ``reset`` and ``if_test`` /
+        ``IfElseOp`` feed-forward stay mid-circuit (clbits live on measured wires, or extra wires);
+        ``return_clbits=True`` also returns each clbit's wire. See
+        :func:`torchquantum_layers.qiskit_dynamic.mixed_from_qiskit`."""
+        from ..qiskit_dynamic import mixed_from_qiskit
+        return mixed_from_qiskit(qc, **kwargs)

@@ -314,3 +314,162 @@ def test_without_sympy_the_refusal_stays_a_value_error(monkeypatch):
         tql.Circuit.from_qiskit(fmap, inputs=fmap.parameters)
     with pytest.raises(ModuleNotFoundError, match=r"torchquantum-layers\[qiskit\]"):
         tql.Circuit.from_qiskit(fmap, inputs=fmap.parameters, return_feature_map=True)
+
+
+# =============================================================================================
+# the one-program evaluation of all expressions against NumPy, expression by expression
+def _wide_data_map(v):
+    """sin, cos, exp, log, abs, sqrt and integer / fractional powers, for 1-, 2- and 3-qubit terms."""
+    if len(v) == 1:
+        return v[0].sin() * (v[0] ** 2 + 1).log() + v[0].abs() ** 0.5
+    if len(v) == 2:
+        return (v[0] - v[1]).cos() * (0.3 * v[0]).exp() + (v[0] * v[1]) ** 3 - (v[1] ** 2 + 0.5) ** 1.5
+    return v[0].exp() * v[1].cos() * v[2].sin() / (v[0] ** 2 + 2)
+
+
+ORACLE_MAPS = {
+    "zz8_reps2": lambda: _library("zz_feature_map", "ZZFeatureMap", 8, reps=2),
+    "pauli_zzz": lambda: _library("pauli_feature_map", "PauliFeatureMap", 4, reps=2, paulis=["Z", "ZZ", "ZZZ"]),
+    "custom_wide": lambda: _library("pauli_feature_map", "PauliFeatureMap", 3, reps=1, paulis=["Z", "ZZ", "ZZZ"],
+                                    data_map_func=_wide_data_map),
+}
+
+
+def _gate_expressions(qc):
+    """Every distinct parameterised gate angle of ``qc`` as sympy, in circuit order."""
+    seen = {}
+    for inst in qc.data:
+        for p in inst.operation.params:
+            if isinstance(p, qiskit.circuit.ParameterExpression) and p.parameters:
+                seen.setdefault(sympy.sympify(p.sympify()), None)
+    return list(seen)
+
+
+def _numpy_oracle(symbols, expressions, x: np.ndarray) -> np.ndarray:
+    """Each expression on its own, by sympy.lambdify in float64: (..., F) -> (..., len(expressions))."""
+    columns = [x[..., j] for j in range(x.shape[-1])]
+    out = []
+    for e in expressions:
+        value = sympy.lambdify(symbols, e, "numpy")(*columns)
+        out.append(np.broadcast_to(np.asarray(value, dtype=np.float64), x.shape[:-1]))
+    return np.stack(out, -1)
+
+
+def _check_against_oracle(fm, symbols, expressions, x: torch.Tensor, rtol: float):
+    got = fm(x)
+    assert got.dtype == x.dtype and got.shape == (*x.shape[:-1], fm.passthrough + len(expressions))
+    x64 = x.double().cpu().numpy()
+    want = np.concatenate([x64[..., :fm.passthrough], _numpy_oracle(symbols, expressions, x64)], -1)
+    err = np.abs(got.double().cpu().numpy() - want) / (1.0 + np.abs(want))
+    worst = np.unravel_index(err.argmax(), err.shape)
+    assert err.max() <= rtol, f"max relative error {err.max():.3g} at {worst}"
+
+
+RTOL = {torch.float32: 1e-6, torch.float64: 2e-14}       # float rounding, through values up to ~35
+
+
+@pytest.mark.parametrize("real", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name", list(ORACLE_MAPS))
+def test_all_expressions_at_once_match_numpy_one_by_one(name, real):
+    qc = ORACLE_MAPS[name]()
+    inputs = list(qc.parameters)
+    symbols = [sympy.Symbol(p.name) for p in inputs]
+    expressions = _gate_expressions(qc)
+    fm = DerivedFeatures(inputs, expressions)
+    x = torch.as_tensor(np.random.default_rng(5).uniform(-1.2, 1.2, (17, len(inputs))), dtype=real)
+    _check_against_oracle(fm, symbols, expressions, x, RTOL[real])
+    # and from_qiskit's map: the non-affine angles less their numeric factor, once each
+    _, fq = tql.Circuit.from_qiskit(qc, inputs=inputs, return_feature_map=True)
+    cores = {str(core): core for e in expressions for core in [e.as_coeff_Mul()[1]]}
+    assert fq.expressions and set(fq.expressions) <= set(cores)
+    _check_against_oracle(fq, symbols, [cores[t] for t in fq.expressions], x, RTOL[real])
+
+
+def _odd_expressions():
+    """Shared subtrees, a constant, a bare input, a repeated expression, (a² + 1)**b and 2**c
+    (powers with an input exponent), mixed exponents at one depth, conjugate, sign, tan/atan/
+    tanh/..., and an expression that reads another's subtree at a different depth."""
+    a, b, c = sympy.symbols("a b c")
+    s = sympy.sin(a * b)
+    return [a, b, c], [
+        s, s ** 2 + c, sympy.exp(s) * sympy.cos(c), (a ** 2 + 1) ** b, 2 ** c, a ** 3 - b ** 2 + c ** 4,
+        sympy.Integer(3) / 7, b, s, sympy.conjugate(a) * c, sympy.sign(a) * b ** 2, sympy.tan(a) + sympy.atan(b),
+        sympy.tanh(c) * sympy.cosh(a) - sympy.sinh(b), sympy.asin(a / 2) + sympy.acos(b / 2),
+        sympy.sqrt(a ** 2 + b ** 2 + c ** 2), sympy.log(sympy.Abs(a * b * c) + 1) / (1 + c ** 2), 5 * a * b - 2 * c,
+        (a - b) * (b - c) * (c - a) * sympy.pi, sympy.E ** (-a ** 2)]
+
+
+@pytest.mark.parametrize("real", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("passthrough", [3, 1, 0])
+def test_odd_expressions_leading_dims_and_passthrough_match_numpy(real, passthrough, device):
+    symbols, expressions = _odd_expressions()
+    fm = DerivedFeatures([s.name for s in symbols], expressions, passthrough=passthrough)
+    assert fm.out_features == passthrough + len(expressions)
+    x = torch.as_tensor(np.random.default_rng(6).uniform(-1.2, 1.2, (2, 5, 3)), dtype=real).to(device)
+    _check_against_oracle(fm, symbols, expressions, x, RTOL[real])
+    assert torch.allclose(fm(x[1, 2]), fm(x)[1, 2], rtol=1e-6, atol=0)          # (F,) as well
+    assert fm(x[:0]).shape == (0, 5, fm.out_features)
+    alone = DerivedFeatures([s.name for s in symbols], expressions[6:7], passthrough=passthrough)
+    assert torch.equal(alone(x)[..., -1], torch.full((2, 5), 3 / 7, dtype=real, device=device))   # a constant
+
+
+def test_gradients_of_all_expressions_pass_gradcheck():
+    symbols, expressions = _odd_expressions()
+    fm = DerivedFeatures([s.name for s in symbols], expressions, passthrough=2)
+    x = torch.tensor([[0.7, -0.4, 1.1], [-0.3, 0.9, 0.5]], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(fm, (x,))
+    qc = ORACLE_MAPS["custom_wide"]()
+    fm = DerivedFeatures(list(qc.parameters), _gate_expressions(qc))
+    assert torch.autograd.gradcheck(fm, (x,))
+
+
+def test_the_program_pickles_without_its_tensors_and_old_pickles_still_load():
+    symbols, expressions = _odd_expressions()
+    fm = DerivedFeatures([s.name for s in symbols], expressions)
+    x = torch.rand(4, 3, dtype=torch.float64)
+    want = fm(x)
+    assert fm.state_dict() == {} and fm._tensors                  # tensors of the plan, cached per dtype
+    for other in (copy.deepcopy(fm), pickle.loads(pickle.dumps(fm))):
+        assert other._tensors == {} and torch.equal(other(x), want)
+    state = fm.__getstate__()                                    # as pickled before the one program
+    del state["_plan"], state["_tensors"]
+    old = DerivedFeatures.__new__(DerivedFeatures)
+    old.__setstate__(state)
+    assert torch.equal(old(x), want)
+
+
+def test_tensors_cached_in_inference_mode_still_train():
+    symbols, expressions = _odd_expressions()
+    fm = DerivedFeatures([s.name for s in symbols], expressions)
+    x = torch.tensor([[0.7, -0.4, 1.1]], dtype=torch.float64)
+    with torch.inference_mode():
+        first = fm(x)
+    xg = x.clone().requires_grad_()
+    out = fm(xg)
+    out.sum().backward()
+    assert torch.equal(out.detach(), first) and torch.isfinite(xg.grad).all()
+
+
+def test_dispatches_grow_with_depth_not_with_the_number_of_expressions():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.n += 1
+            return func(*args, **(kwargs or {}))
+
+    def dispatches(qubits):
+        fmap = _library("zz_feature_map", "ZZFeatureMap", qubits, reps=2)
+        _, fm = tql.Circuit.from_qiskit(fmap, inputs=fmap.parameters, return_feature_map=True)
+        x = torch.rand(8, qubits, requires_grad=True)
+        fm(x)                                                  # the plan's tensors, once
+        with Count() as count:
+            fm(x).sum().backward()
+        return len(fm.expressions), count.n
+
+    (m4, n4), (m12, n12) = dispatches(4), dispatches(12)
+    assert (m4, m12) == (6, 66) and n12 == n4 <= 24, (n4, n12)      # 19 in torch 2.13

@@ -64,62 +64,68 @@ def folding_applies(circuit) -> bool:
     return not any(wrapped(b) for b in circuit.buffers())
 
 
-def run(circuit, state, x, weights):
-    """The circuit's output state under the transforms on the stack (``weights``: the tensor the
-    angles read, never None here)."""
+def run(circuit, state, x, weights, observables=None):
+    """The circuit's output state under the transforms on the stack, or with ``observables`` (a
+    list of PauliString/Hamiltonian) their expectations ``(B, n_obs)`` (``weights``: the tensor
+    the angles read, never None here)."""
     if not weights.numel():
         weights = weights.detach()      # nothing reads it: no graph through it
-    return _Forward.apply(circuit, x, state, weights)
+    return _Forward.apply((circuit, observables), x, state, weights)
 
 
-def _plain_run(circuit, x, state, weights):
+def _plain_run(spec, x, state, weights):
     from .engine import run_circuit
-    return run_circuit(circuit, state, x, weights)
+    from .observables import expectation
+    circuit, observables = spec
+    psi = run_circuit(circuit, state, x, weights)
+    return psi if observables is None else expectation(psi, observables)
 
 
 class _Forward(torch.autograd.Function):
+    """``spec = (circuit, observables or None)``: the state, or the expectations, of the run."""
+
     @staticmethod
-    def forward(circuit, x, state, weights):
+    def forward(spec, x, state, weights):
         with outside_transforms(), torch.no_grad():
-            return _plain_run(circuit, x, state, weights)
+            return _plain_run(spec, x, state, weights)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        circuit, x, state, weights = inputs
-        ctx.circuit = circuit
+        spec, x, state, weights = inputs
+        ctx.spec = spec
         ctx.save_for_backward(x, state, weights)
 
     @staticmethod
-    def backward(ctx, grad_psi):
+    def backward(ctx, grad_out):
         x, state, weights = ctx.saved_tensors
         return (None,) + grads_for(ctx.needs_input_grad[1:4], (x, state, weights),
-                                   lambda needs: _Backward.apply(ctx.circuit, needs, x, state, weights, grad_psi))
+                                   lambda needs: _Backward.apply(ctx.spec, needs, x, state, weights, grad_out))
 
     @staticmethod
-    def vmap(info, in_dims, circuit, x, state, weights):
-        folded = _Fold(info.batch_size, in_dims[1:], circuit, x, state, weights)
-        psi = _Forward.apply(folded.circuit, folded.x, folded.state, folded.weights)
-        return folded.unfold_rows(psi), 0
+    def vmap(info, in_dims, spec, x, state, weights):
+        folded = _Fold(info.batch_size, in_dims[1:], spec[0], x, state, weights)
+        out = _Forward.apply((folded.circuit, spec[1]), folded.x, folded.state, folded.weights)
+        return folded.unfold_rows(out), 0
 
 
 class _Backward(torch.autograd.Function):
-    """(∂/∂x, ∂/∂state, ∂/∂weights) of ⟨grad_psi, run(circuit, x, state, weights)⟩, the ones
+    """(∂/∂x, ∂/∂state, ∂/∂weights) of ⟨grad_out, run(spec, x, state, weights)⟩, the ones
     ``needs`` asks for: autograd over the engine's recorded kernels, on ordinary tensors."""
 
     @staticmethod
-    def forward(circuit, needs, x, state, weights, grad_psi):
+    def forward(spec, needs, x, state, weights, grad_out):
         with outside_transforms(), torch.enable_grad():
             leaves = [None if t is None else t.detach().requires_grad_(need)
                       for t, need in zip((x, state, weights), needs)]
-            psi = _plain_run(circuit, *leaves)
+            out = _plain_run(spec, *leaves)
             wanted = [t for t, need in zip(leaves, needs) if need]
-            if not psi.requires_grad:           # no gate reads what was asked for
+            if not out.requires_grad:           # no gate reads what was asked for
                 return tuple(torch.zeros_like(t) for t in wanted)
-            return tuple(torch.autograd.grad(psi, wanted, grad_psi, allow_unused=True, materialize_grads=True))
+            return tuple(torch.autograd.grad(out, wanted, grad_out, allow_unused=True, materialize_grads=True))
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        ctx.circuit = inputs[0]
+        ctx.circuit = inputs[0][0]
 
     @staticmethod
     def backward(ctx, *grads):
@@ -128,9 +134,9 @@ class _Backward(torch.autograd.Function):
                          "jacfwd(jacrev(...)), which take the plain kernels")
 
     @staticmethod
-    def vmap(info, in_dims, circuit, needs, x, state, weights, grad_psi):
-        return vjp_by_rows(info.batch_size, in_dims[2:6], circuit, needs, x, state, weights, grad_psi,
-                           lambda c, row_needs, *args: _Backward.apply(c, row_needs, *args))
+    def vmap(info, in_dims, spec, needs, x, state, weights, grad_out):
+        return vjp_by_rows(info.batch_size, in_dims[2:6], spec[0], needs, x, state, weights, grad_out,
+                           lambda c, row_needs, *args: _Backward.apply((c, spec[1]), row_needs, *args))
 
 
 def grads_for(needs_input_grad, tensors, vjp):

@@ -20,6 +20,7 @@ from .metric import quantum_fisher
 from .parameter_shift import ParameterShiftExpval, shift_rule
 from .under_transforms import TransformExpval
 from ..kernels.transforms import transforms_active
+from ..engine_transforms import folding_applies, run as run_folded
 
 DIFF_METHODS = ("backprop", "adjoint", "parameter-shift")
 AUTO = "auto"
@@ -101,7 +102,11 @@ def circuit_expval(circuit, observables, x=None, state=None, diff_method="backpr
     x, state, squeeze = circuit.prepare(x, state, materialize=diff_method == "parameter-shift")
     weights = circuit.weights_or(weights, "expval")
     obs, constants = split_constants(obs)
-    if diff_method == "backprop":
+    if diff_method == "backprop" and shots is None and transforms_active() and folding_applies(circuit):
+        # circuit and expectations as one folded call (engine_transforms): under vmap the
+        # expectation's own backward then runs natively too
+        values = run_folded(circuit, state, x, circuit.weights if weights is None else weights, obs)
+    elif diff_method == "backprop":
         psi = run_circuit(circuit, state, x, weights)
         values = expectation(psi, obs, shots=shots, generator=generator)
     elif transforms_active():

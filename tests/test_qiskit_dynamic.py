@@ -54,6 +54,29 @@ def _condition(cond, key, cmap) -> bool:
     return bool(value(cond))
 
 
+def _switch_body(op, key, cmap):
+    """The block a switch runs for the classical values ``key`` (first case whose values hold the
+    target's value, else the default case's)."""
+    target = op.target
+    if isinstance(target, expr.Expr):
+        value = _condition(target, key, cmap) if isinstance(target.type, qiskit.circuit.classical.types.Bool) \
+            else None
+        if value is None:
+            raise AssertionError("integer expression targets are not used in these tests")
+    else:
+        bits = [target] if isinstance(target, qiskit.circuit.Clbit) else list(target)
+        value = sum(key[cmap[b]] << j for j, b in enumerate(bits))
+    default = None
+    for labels, body in op.cases_specifier():
+        if any(v is qiskit.circuit.CASE_DEFAULT for v in labels):
+            default = body
+        if int(value) in [v for v in labels if v is not qiskit.circuit.CASE_DEFAULT]:
+            return body
+    if default is None:
+        return QuantumCircuit(body.num_qubits, body.num_clbits)      # no case: nothing runs
+    return default
+
+
 def _on_qubit(m, q, n):
     """The 2x2 matrix m on qubit q of n, Qiskit order (qubit q is bit q of the index)."""
     return np.kron(np.kron(np.eye(2 ** (n - 1 - q)), m), np.eye(2 ** q))
@@ -78,7 +101,7 @@ def _run(qc, qmap, cmap, branches, n):
         elif name == "reset":
             k0, k1 = (_on_qubit(m, qs[0], n) for m in (np.array([[1, 0], [0, 0]]), np.array([[0, 1], [0, 0]])))
             out = {key: k0 @ rho @ k0.conj().T + k1 @ rho @ k1.conj().T for key, rho in branches.items()}
-        elif name in ("if_else", "for_loop", "box"):
+        elif name in ("if_else", "switch_case", "for_loop", "box"):
             if name == "for_loop":
                 indexset, parameter, body = op.params
                 bodies = [body.assign_parameters({parameter: v}) if parameter in body.parameters else body
@@ -90,6 +113,8 @@ def _run(qc, qmap, cmap, branches, n):
                 if name == "if_else":
                     chosen = 0 if _condition(op.condition, key, cmap) else 1
                     bodies = op.blocks[chosen:chosen + 1]
+                elif name == "switch_case":
+                    bodies = [_switch_body(op, key, cmap)]
                 for body in bodies:
                     one = _run(body, dict(zip(body.qubits, qs)),
                                dict(zip(body.clbits, [cmap[c] for c in inst.clbits])), one, n)
@@ -371,15 +396,31 @@ def test_while_loop_is_refused():
     _refused(qc, "MixedCircuit.from_qiskit: instruction 'while_loop'")
 
 
-def test_switch_is_refused():
-    qc = QuantumCircuit(1, 2)
+def switch_register():
+    q, c = QuantumRegister(3, "q"), ClassicalRegister(2, "c")
+    qc = QuantumCircuit(q, c)
+    qc.ry(1.1, 0)
+    qc.ry(2.3, 1)
     qc.measure(0, 0)
-    with qc.switch(qc.cregs[0]) as case:
+    qc.measure(1, 1)
+    with qc.switch(c) as case:                        # c = 2·c1 + c0
         with case(0):
-            qc.x(0)
-        with case(case.DEFAULT):
-            qc.h(0)
-    _refused(qc, "'switch_case'")
+            qc.rx(0.7, 2)
+        with case(1, 2):
+            qc.h(2)
+            qc.cry(0.4, 2, 1)                         # acts on measured qubit 1: c1 gets a wire
+        with case(case.DEFAULT):                      # c == 3
+            qc.ry(1.9, 2)
+    with qc.switch(c[0]) as case:                     # a single clbit, no default: 0 runs nothing
+        with case(1):
+            qc.s(2)
+    return qc
+
+
+def test_switch_case_on_register_and_clbit(dtype):
+    qc = switch_register()
+    c, clbits = _convert(qc, dtype)
+    assert_same_state(c()[0], clbits, oracle(qc), 3, TOL[dtype])
 
 
 def test_break_in_for_loop_is_refused():

@@ -35,9 +35,11 @@ Instructions
     expression of clbits and registers (``~ & | ^``, ``! && ||``, ``== != < <= > >=``, casts, bit
     index) → each gate of the branch conditioned on the wires holding those bits: the condition is
     split into disjoint sets of bit values (a register ``!= k`` into one set per bit), one
-    conditioned copy of the gate each. ``for_loop`` → unrolled, ``box`` → its body, ``barrier`` and
+    conditioned copy of the gate each. ``switch_case`` on a clbit, a register or an integer
+    expression of them → each case's gates conditioned the same way (a case's values, the default
+    case on every value no case names). ``for_loop`` → unrolled, ``box`` → its body, ``barrier`` and
     ``delay`` dropped. Refused with a ValueError naming the instruction: ``while_loop``,
-    ``switch_case``, ``break_loop`` / ``continue_loop``, ``store`` and conditions on classical
+    ``break_loop`` / ``continue_loop``, ``store`` and conditions on classical
     variables or with arithmetic, a measurement or reset inside an ``if`` block (a MixedCircuit
     cannot condition them), a ``unitary`` inside one (a QubitUnitary has no conditioned form), and
     Qiskit 1.x ``c_if`` (write ``if_test``). Qiskit noise is not read.
@@ -164,25 +166,58 @@ class _Walker:
                 self.walk(bound, qs, cs, inside, depth + 1, cubes, out)
         elif op.name == "if_else":
             bits, table = self.condition(op.condition, scope, what)
-            parts = [] if cubes is None else out
-            for branch, body in zip((table, ~table), op.blocks):
-                branch_cubes = _cubes(bits, branch)
-                if cubes is not None:
-                    branch_cubes = [{**a, **b} for a in cubes for b in branch_cubes
-                                    if all(a.get(k, v) == v for k, v in b.items())]
-                self.walk(body, qs, cs, inside, depth + 1, branch_cubes, parts)
-            if cubes is None:
-                out.append(("block", parts))
+            self.branches(bits, [(table, op.blocks[0]), (~table, op.blocks[1] if len(op.blocks) > 1 else None)],
+                          qs, cs, inside, depth, cubes, out)
+        elif op.name == "switch_case":
+            from qiskit.circuit import CASE_DEFAULT as _CASE_DEFAULT
+            bits, value = self.switch_target(op.target, scope, what)
+            cases = list(op.cases_specifier())
+            explicit = [v for labels, _ in cases for v in labels if v is not _CASE_DEFAULT]
+            branches = []
+            for labels, body in cases:
+                table = np.isin(value, [v for v in labels if v is not _CASE_DEFAULT])
+                if any(v is _CASE_DEFAULT for v in labels):
+                    table |= ~np.isin(value, explicit)
+                branches.append((table, body))
+            self.branches(bits, branches, qs, cs, inside, depth, cubes, out)
         else:
             raise ValueError(f"{what}: '{op.name}' cannot be represented in a MixedCircuit (a fixed sequence of "
                              f"gates, measurements and resets; if_test, for_loop and box are read)")
 
+    def branches(self, bits, branches, qs, cs, inside, depth, cubes, out):
+        """Walk each (truth table over ``bits``, body or None) branch, its gates conditioned on the
+        disjoint cubes where its table holds (combined with the enclosing ``cubes``)."""
+        parts = [] if cubes is None else out
+        for table, body in branches:
+            if body is None:
+                continue
+            branch_cubes = _cubes(bits, table)
+            if cubes is not None:
+                branch_cubes = [{**a, **b} for a in cubes for b in branch_cubes
+                                if all(a.get(k, v) == v for k, v in b.items())]
+            self.walk(body, qs, cs, inside, depth + 1, branch_cubes, parts)
+        if cubes is None:
+            out.append(("block", parts))
+
+    def switch_target(self, target, scope, what):
+        """(bits read, the target's integer value over their assignments) of a switch."""
+        node = target if isinstance(target, self.expr.Expr) else self.expr.lift(target)
+        bits, value, is_bool = self.table(node, scope, what)
+        return bits, value.astype(np.int64)
+
     # -- conditions: a truth table over the clbits read, bit j of the assignment index a being
     # (a >> (m - 1 - j)) & 1, so fixing the first bits selects a contiguous block (see _cubes)
     def condition(self, condition, scope, what):
+        node = condition if isinstance(condition, self.expr.Expr) else self.expr.lift_legacy_condition(condition)
+        bits, value, is_bool = self.table(node, scope, what)
+        if not is_bool:
+            raise ValueError(f"{what}: the condition `{node}` is not a boolean")
+        return bits, value.astype(bool)
+
+    def table(self, node, scope, what):
+        """(clbit wires read, the node's value over their assignments, whether it is a boolean)."""
         from qiskit.circuit import Clbit, ClassicalRegister
         expr = self.expr
-        node = condition if isinstance(condition, expr.Expr) else expr.lift_legacy_condition(condition)
         bits = []
         for var in expr.iter_vars(node):
             # anything else (a classical variable) is refused, by name, in evaluate
@@ -200,9 +235,7 @@ class _Walker:
         index = np.arange(2 ** m)
         values = {b: (index >> (m - 1 - j)) & 1 for j, b in enumerate(bits)}
         value, is_bool = self.evaluate(node, scope, values, 2 ** m, what)
-        if not is_bool:
-            raise ValueError(f"{what}: the condition `{node}` is not a boolean")
-        return bits, value.astype(bool)
+        return bits, value, is_bool
 
     def evaluate(self, node, scope, values, size, what):
         """(int64 array over the ``size`` assignments, whether it is a boolean)."""

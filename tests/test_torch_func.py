@@ -293,61 +293,50 @@ def test_qaoa_jacobian_and_vmap_with_backprop():
         assert torch.all(J[s, 1 - s] == 0)           # starts are independent
 
 
-def test_qaoa_adjoint_is_refused_by_name_under_transforms():
+@pytest.mark.parametrize("route", ["small-register circuit", "adjoint sweep"])
+def test_qaoa_default_adjoint_under_transforms(route, monkeypatch):
+    """QAOA's default adjoint method under grad, vmap, vmap(grad) and jacrev (the vmapped dimension
+    folded into the starts), per graph too, against the dense QAOA oracle and its finite
+    differences; forward mode and second derivatives refused by name."""
+    import importlib
+
     from torchquantum_layers import optimization as opt
-    q = opt.QAOA(opt.maxcut(opt.random_regular_graph(3, 14, seed=1)), p=1)
+
+    from .test_qaoa import dense_qaoa, maxcut_costs
+    if route == "adjoint sweep":        # what registers beyond 2^13 amplitudes take
+        monkeypatch.setattr(importlib.import_module("torchquantum_layers.optimization.qaoa"),
+                            "CIRCUIT_ROUTE_MAX_AMPLITUDES", 0)
+    n = 6
+    graphs = [opt.random_regular_graph(3, n, seed=s) for s in (1, 2)]
+    edges = [[(int(u), int(v)) for u, v, *_ in opt.as_graph(g).edges] if hasattr(opt.as_graph(g), "edges") else g
+             for g in graphs]
+    q = opt.QAOA(opt.maxcut(graphs[0]), p=1, dtype=torch.complex128)
+    assert q.diff_method == "adjoint"
+    costs = maxcut_costs(n, edges[0])
+
+    def oracle(a, c=costs):
+        return float(np.abs(dense_qaoa(c, a[:1], a[1:])) ** 2 @ c)
+    angles = torch.tensor([[0.3, 0.8], [1.1, -0.4], [0.5, 0.2]], dtype=torch.float64)
+    ref = np.array([oracle(a) for a in angles.numpy()])
+    ref_grad = np.stack([_fd_jacobian(lambda v: np.atleast_1d(oracle(v)), a)[0] for a in angles.numpy()])
+    np.testing.assert_allclose(vmap(lambda a: q(a))(angles).numpy(), ref, atol=1e-10)
+    np.testing.assert_allclose(grad(lambda a: q(a).sum())(angles).numpy(), ref_grad, atol=1e-7)
+    np.testing.assert_allclose(vmap(grad(lambda a: q(a)))(angles).numpy(), ref_grad, atol=1e-7)
+    J = jacrev(q)(angles)
+    np.testing.assert_allclose(J[torch.arange(3), torch.arange(3)].numpy(), ref_grad, atol=1e-7)
+    stacked = torch.stack([angles[:2], angles[1:]])                      # (V=2, S=2, 2)
+    np.testing.assert_allclose(vmap(q)(stacked).numpy(), np.stack([ref[:2], ref[1:]]), atol=1e-10)
+    both = opt.QAOA([opt.maxcut(g) for g in graphs], p=1, dtype=torch.complex128)   # (G, S, 2p) per graph
+    per_graph = torch.stack([angles[:2], angles[1:]])[:, None].expand(2, 2, 2, 2)       # (V, G, S, 2)
+    costs2 = maxcut_costs(n, edges[1])
+    out = vmap(both)(per_graph)
+    for g, c in enumerate((costs, costs2)):
+        np.testing.assert_allclose(out[0, g].numpy(), [oracle(a, c) for a in angles[:2].numpy()], atol=1e-10)
+        np.testing.assert_allclose(out[1, g].numpy(), [oracle(a, c) for a in angles[1:].numpy()], atol=1e-10)
     with pytest.raises(ValueError, match="diff_method='adjoint'.*backprop"):
-        grad(lambda a: q(a).sum())(torch.rand(2, 2))
-
-
-def test_vmap_over_parameter_sets_states_and_inputs_matches_oracle(dtype, monkeypatch):
-    """vmap over stacked parameter vectors (an ensemble), over input states and over features:
-    the vmapped dimension runs as more rows of one batched call (counted), matching the oracle."""
-    from torchquantum_layers import engine_transforms
-    folds = []
-    original = engine_transforms._Fold.__init__
-
-    def counting(self, *args, **kwargs):
-        folds.append(args[0])
-        original(self, *args, **kwargs)
-    monkeypatch.setattr(engine_transforms._Fold, "__init__", counting)
-    tol = 2e-5 if dtype == torch.complex64 else 1e-10
-    real = torch.float64 if dtype == torch.complex128 else torch.float32
-    layers, recipes = zip(*[_layer_and_recipe(dtype, seed) for seed in range(3)])
-    x = torch.rand(5, 3, dtype=real, generator=torch.Generator().manual_seed(1)) * 3
-    stacked = torch.stack([lay.circuit.weights.detach() for lay in layers])
-    out = vmap(lambda w: functional_call(layers[0], {"circuit.weights": w}, (x,)))(stacked)
-    for k in range(3):
-        ref = _layer_oracle(recipes[k], weights_of(layers[k].circuit), x.double().numpy())
-        np.testing.assert_allclose(out[k].detach().numpy(), ref, atol=tol)
-    assert folds[-1] == 3
-
-    c = layers[0].circuit
-    rng = np.random.default_rng(3)
-    psi0 = oracle.random_state(3, rng, batch=4)
-    states = torch.as_tensor(psi0, dtype=dtype)
-    out = vmap(lambda s, xi: c(xi[None], state=s[None])[0])(states, x[:4])
-    w = weights_of(c)
-    ref = np.concatenate([oracle.run_ops(recipes[0](w, x[b:b + 1].double().numpy()), 3, psi0[b:b + 1])
-                          for b in range(4)])
-    np.testing.assert_allclose(out.detach().numpy(), ref, atol=tol)
-    assert folds[-1] == 4
-
-
-def test_jacobian_in_the_features_matches_finite_differences():
-    """∂⟨O⟩/∂x by jacrev (the backward's vmap rule) and vmap(grad) against the oracle."""
-    layer, recipe = _layer_and_recipe(torch.complex128, 9)
-    x = torch.rand(3, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(5)) * 3
-    w = weights_of(layer.circuit)
-    J = jacrev(lambda xx: layer(xx))(x)                      # (3, 2, 3, 3)
-    xs = x.numpy()
-    for b in range(3):
-        ref = np.stack([_fd_jacobian(lambda r, o=o: np.atleast_1d(_layer_oracle(recipe, w, r[None])[0, o]), xs[b])[0]
-                        for o in range(2)])
-        np.testing.assert_allclose(J[b, :, b].detach().numpy(), ref, atol=1e-7)
-    per_row = vmap(grad(lambda xi: layer(xi[None])[0, 1]))(x)
-    np.testing.assert_allclose(per_row.detach().numpy(), J[torch.arange(3), 1, torch.arange(3)].detach().numpy(),
-                               atol=1e-12)
+        jacfwd(q)(angles)
+    with pytest.raises(ValueError, match="diff_method='adjoint'.*backprop"):
+        hessian(lambda a: q(a).sum())(angles)
 
 
 def test_fidelity_and_relative_entropy_under_vmap_and_grad():

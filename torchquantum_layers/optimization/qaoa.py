@@ -262,6 +262,13 @@ class QAOA(_QAOAAnalysis, _CVaRObjective, _BackpropSweeps, _MixerSetup, _InPlace
         method = self.diff_method if diff_method is None else diff_method
         if method not in DIFF_METHODS:
             raise ValueError(f"qaoa: diff_method must be one of {DIFF_METHODS}, got {method!r}")
+        if method == "adjoint" and transforms_active():
+            if output != "cost":
+                raise ValueError(f"qaoa: output={output!r} under torch.func transforms needs diff_method='backprop' "
+                                 f"(the adjoint method gives costs)")
+            from .qaoa_transforms import cost
+            return cost(self, angles if isinstance(angles, torch.Tensor) else torch.as_tensor(
+                angles, dtype=REAL_OF[self.dtype]))
         gam, bet, shape, S, rows = self._angles(angles, with_rows=True)
         B = gam.shape[0]
         check_allocation(self.n_qubits, B, self.dtype, self.device)
@@ -273,9 +280,6 @@ class QAOA(_QAOAAnalysis, _CVaRObjective, _BackpropSweeps, _MixerSetup, _InPlace
                                  diff_method="backprop")
             return out.reshape(shape)
         if method == "adjoint":
-            if transforms_active():
-                raise ValueError("qaoa: diff_method='adjoint' (the default) has no torch.func rules; under "
-                                 "torch.func transforms call the module with diff_method='backprop'")
             out = _AdjointQAOA.apply(gam, bet, self, want_state)
         else:
             psi = self._run_backprop(gam, bet)

@@ -114,14 +114,7 @@ class _Backward(torch.autograd.Function):
 
     @staticmethod
     def forward(spec, needs, x, state, weights, grad_out):
-        with outside_transforms(), torch.enable_grad():
-            leaves = [None if t is None else t.detach().requires_grad_(need)
-                      for t, need in zip((x, state, weights), needs)]
-            out = _plain_run(spec, *leaves)
-            wanted = [t for t, need in zip(leaves, needs) if need]
-            if not out.requires_grad:           # no gate reads what was asked for
-                return tuple(torch.zeros_like(t) for t in wanted)
-            return tuple(torch.autograd.grad(out, wanted, grad_out, allow_unused=True, materialize_grads=True))
+        return vjp_of(lambda *t: _plain_run(spec, *t), needs, (x, state, weights), grad_out)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -137,6 +130,18 @@ class _Backward(torch.autograd.Function):
     def vmap(info, in_dims, spec, needs, x, state, weights, grad_out):
         return vjp_by_rows(info.batch_size, in_dims[2:6], spec[0], needs, x, state, weights, grad_out,
                            lambda c, row_needs, *args: _Backward.apply((c, spec[1]), row_needs, *args))
+
+
+def vjp_of(fn, needs, tensors, grad):
+    """∂⟨grad, fn(*tensors)⟩ for the tensors ``needs`` marks (a tuple, in order), by autograd on
+    ordinary tensors with the transforms set aside (for a Function's forward)."""
+    with outside_transforms(), torch.enable_grad():
+        leaves = [None if t is None else t.detach().requires_grad_(need) for t, need in zip(tensors, needs)]
+        out = fn(*leaves)
+        wanted = [t for t, need in zip(leaves, needs) if need]
+        if not out.requires_grad:           # nothing asked for is read
+            return tuple(torch.zeros_like(t) for t in wanted)
+        return tuple(torch.autograd.grad(out, wanted, grad, allow_unused=True, materialize_grads=True))
 
 
 def grads_for(needs_input_grad, tensors, vjp):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from ..engine_transforms import _Fold, grads_for, vjp_by_rows
+from ..engine_transforms import _Fold, grads_for, vjp_by_rows, vjp_of
 from ..kernels.transforms import outside_transforms
 
 
@@ -64,14 +64,7 @@ class _MethodVJP(torch.autograd.Function):
 
     @staticmethod
     def forward(spec, needs, x, state, weights, grad_values):
-        with outside_transforms(), torch.enable_grad():
-            leaves = [None if t is None else t.detach().requires_grad_(need)
-                      for t, need in zip((x, state, weights), needs)]
-            values = _method_values(*spec, *leaves)
-            wanted = [t for t, need in zip(leaves, needs) if need]
-            if not values.requires_grad:
-                return tuple(torch.zeros_like(t) for t in wanted)
-            return tuple(torch.autograd.grad(values, wanted, grad_values, allow_unused=True, materialize_grads=True))
+        return vjp_of(lambda *t: _method_values(*spec, *t), needs, (x, state, weights), grad_values)
 
     @staticmethod
     def setup_context(ctx, inputs, output):

@@ -467,3 +467,30 @@ def test_mps_layer_under_grad_and_refused_under_vmap():
     np.testing.assert_allclose(g.detach().numpy(), _fd_jacobian(energy, weights_of(c))[0], atol=1e-7)
     with pytest.raises(ValueError, match="vmap.*MPS"):
         vmap(lambda w: functional_call(layer, {"circuit.weights": w}, (x,)))(torch.stack([c.weights.detach()] * 2))
+
+
+def test_functional_call_on_a_trajectories_layer():
+    """A layer on quantum trajectories: functional_call (the weights swapped for a plain tensor)
+    gives what the layer gives with those weights, draw for draw (same seed); grad through it
+    works, and vmap with randomness="different" runs."""
+    c = tql.Circuit(2, dtype=torch.complex128)
+    c.ry(0, input=0)
+    c.ry(1, trainable=True)
+    c.cnot(0, 1)
+    c.rx(0, trainable=True)
+    noise = tql.NoiseModel().add(tql.mixed.amplitude_damping(0.1))
+    x = torch.tensor([[0.4], [1.3], [-0.7]], dtype=torch.float64)
+    w = torch.tensor([0.9, -0.5], dtype=torch.float64)
+
+    def layer():
+        return tql.QuantumLayer(c, observables="Z0", noise_model=noise, simulator="trajectories",
+                                n_trajectories=32, seed=5)
+    swapped = functional_call(layer(), {"circuit.weights": w}, (x,))
+    reference = layer()
+    with torch.no_grad():
+        reference.circuit.weights.copy_(w)
+    np.testing.assert_allclose(swapped.detach().numpy(), reference(x).detach().numpy(), atol=1e-12)
+    g = grad(lambda v: functional_call(layer(), {"circuit.weights": v}, (x,)).sum())(w)
+    assert g.shape == w.shape and torch.isfinite(g).all()
+    out = vmap(lambda xi: functional_call(layer(), {"circuit.weights": w}, (xi[None],)), randomness="different")(x)
+    assert out.shape == (3, 1, 1)

@@ -286,7 +286,11 @@ class Circuit(nn.Module):
         Parameter (or taking ``weights``), matrices, dtype and device; a ``cls`` (a Circuit
         subclass) instance if given."""
         other = (cls or Circuit)(n_wires or self.n_wires, fuse=self.fuse, max_fused_wires=self.max_fused_wires)
-        other.weights = self.weights if weights is None else weights
+        shared = self.weights if weights is None else weights
+        if isinstance(shared, nn.Parameter):
+            other.weights = shared
+        else:       # a plain tensor standing in for the Parameter (torch.func.functional_call): as is
+            other._parameters["weights"] = shared
         other._real_marker = self._real_marker.clone()
         for name, buf in self.named_buffers():
             if name.startswith("_data"):

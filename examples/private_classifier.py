@@ -11,64 +11,30 @@ hardware-efficient layers, ⟨Z_w⟩ on every wire) and a linear head, on Paddle
 set. Batches are Poisson-sampled (each point with probability q), as the privacy accountant
 assumes; ε is reported for δ = 1/N² by the Rényi-DP bound of the subsampled Gaussian mechanism
 (Mironov et al. 2019, integer orders), a standard upper bound (Opacus's accountant is tighter by a
-little). A non-private run with the same steps is the reference.
+little). The per-sample gradients, the clipping and noise, and the accountant are
+``tql.qml.privacy``'s. A non-private run with the same steps is the reference.
 
 Run ``python examples/private_classifier.py [--steps 300] [--noise 2.0] [--clip 1.0]``.
 """
 from __future__ import annotations
 
 import argparse
-import math
 import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.func import functional_call, grad, vmap
+from torch.func import functional_call, grad
 
 import torchquantum_layers as tql
 from torchquantum_layers.qml import datasets
+from torchquantum_layers.qml.privacy import clip_and_noise, per_sample_gradients, rdp_epsilon
 from torchquantum_layers.runtime import torch_threads
 
 
 def make_model(seed: int) -> nn.Module:
     torch.manual_seed(seed)
     return nn.Sequential(tql.QuantumLayer.from_template(4, 2, n_features=2), nn.Linear(4, 2))
-
-
-def per_sample_gradients(model, params, x, y):
-    """{name: (B, *shape)}: each sample's gradient of its cross-entropy."""
-    def loss(p, xi, yi):
-        return F.cross_entropy(functional_call(model, p, (xi[None],)), yi[None])
-    return vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)
-
-
-def clip_and_noise(grads, clip: float, noise: float, expected_batch: float, generator):
-    """The DP-SGD update direction: per-sample clipping to ``clip``, summed, Gaussian noise of
-    std ``noise * clip``, divided by the expected batch size."""
-    norms = torch.sqrt(sum(g.reshape(g.shape[0], -1).square().sum(1) for g in grads.values()))
-    factor = (clip / (norms + 1e-12)).clamp(max=1.0)
-    out = {}
-    for name, g in grads.items():
-        total = (g * factor.reshape(-1, *([1] * (g.dim() - 1)))).sum(0)
-        out[name] = (total + noise * clip * torch.randn(total.shape, generator=generator, dtype=total.dtype)) \
-            / expected_batch
-    return out, norms * factor
-
-
-def rdp_epsilon(q: float, noise: float, steps: int, delta: float, orders=range(2, 129)) -> float:
-    """(ε, δ) of ``steps`` Poisson-subsampled Gaussian steps (rate q, noise multiplier σ) from their
-    Rényi DP at integer orders α: RDP(α) = log Σ_k C(α,k) (1−q)^(α−k) q^k e^{(k²−k)/(2σ²)} / (α−1)
-    per step (Mironov et al. 2019), ε = min_α steps·RDP(α) + log(1/δ)/(α−1)."""
-    best = math.inf
-    for a in orders:
-        terms = [math.lgamma(a + 1) - math.lgamma(k + 1) - math.lgamma(a - k + 1)
-                 + (a - k) * math.log1p(-q) + (k * math.log(q) if k else 0.0) + (k * k - k) / (2 * noise ** 2)
-                 for k in range(a + 1)] if q < 1 else [(a * a - a) / (2 * noise ** 2)]
-        top = max(terms)
-        rdp = (top + math.log(sum(math.exp(t - top) for t in terms))) / (a - 1)
-        best = min(best, steps * rdp + math.log(1 / delta) / (a - 1))
-    return best
 
 
 def train(private: bool, steps: int, q: float, lr: float, clip: float, noise: float, seed: int, data):

@@ -8,20 +8,24 @@
 * :class:`QuantumKernelSVC` / :class:`QuantumKernelSVR` (Qiskit's QSVC / QSVR) and
   :class:`QuantumNeuralClassifier` / :class:`QuantumNeuralRegressor` (VQC / VQR): scikit-learn
   estimators (:mod:`.estimators`; scikit-learn is imported on first use of these names).
+* :mod:`.privacy`: differentially private training (DP-SGD): :func:`per_sample_gradients` by
+  ``torch.func``, :func:`clip_and_noise`, and the Rényi-DP accountant :func:`rdp_epsilon`.
 * :mod:`.datasets`: Paddle Quantum's circle set and two moons (NumPy only), Iris and Digits
   (scikit-learn, the ``data`` extra), with seeded train/val/test splits.
 
 Trainable models are :class:`torchquantum_layers.QuantumLayer` and the Lightning task
 ``lightning_tasks.classifier.HybridClassifier``.
 """
-from . import datasets
+from . import datasets, privacy
 from .kernels import FidelityKernel, encode, fidelity_kernel
 
 from .alignment import kernel_target_alignment, train_kernel
+from .privacy import clip_and_noise, per_sample_gradients, rdp_epsilon
 from .projected import ProjectedKernel, bloch_vectors, one_qubit_rdms, projected_kernel
 
 __all__ = ["fidelity_kernel", "FidelityKernel", "encode", "datasets", "kernel_target_alignment", "train_kernel",
            "ProjectedKernel", "projected_kernel", "one_qubit_rdms", "bloch_vectors",
+           "privacy", "rdp_epsilon", "per_sample_gradients", "clip_and_noise",
            "QuantumKernelSVC", "QuantumKernelSVR", "QuantumNeuralClassifier", "QuantumNeuralRegressor"]
 
 _ESTIMATORS = ("QuantumKernelSVC", "QuantumKernelSVR", "QuantumNeuralClassifier", "QuantumNeuralRegressor")

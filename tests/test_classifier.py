@@ -31,6 +31,7 @@ def quiet_single_thread():
         warnings.filterwarnings("ignore", ".*does not have many workers.*")
         warnings.filterwarnings("ignore", ".*LeafSpec.*")
         warnings.filterwarnings("ignore", ".*log_every_n_steps.*")
+        warnings.filterwarnings("ignore", ".*no `val_dataloader`.*")
         yield
     torch.set_num_threads(old)
 

@@ -3,9 +3,7 @@ references: one autograd backward per sample for the per-sample gradients, a pla
 mechanism with negligible noise and no clipping, the clipping's norm bound, automatic optimization
 for the schedulers, and tql.qml.privacy.rdp_epsilon for the logged ε."""
 import copy
-import logging
 import math
-import warnings
 
 import pytest
 import torch
@@ -17,25 +15,12 @@ from lightning_tasks.classifier import HybridClassifier  # noqa: E402
 from lightning_tasks.data import CirclesDataModule  # noqa: E402
 from torchquantum_layers.qml import privacy  # noqa: E402
 
+from .test_classifier import quiet_single_thread  # noqa: F401,E402  (autouse: one thread, Lightning quiet)
+
 try:
     from lightning_fabric.utilities.exceptions import MisconfigurationException
 except ImportError:                      # pragma: no cover - older Lightning layouts
     from pytorch_lightning.utilities.exceptions import MisconfigurationException
-
-
-@pytest.fixture(autouse=True)
-def quiet_single_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    for name in ("pytorch_lightning", "lightning_fabric", "lightning.pytorch"):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", ".*does not have many workers.*")
-        warnings.filterwarnings("ignore", ".*LeafSpec.*")
-        warnings.filterwarnings("ignore", ".*log_every_n_steps.*")
-        warnings.filterwarnings("ignore", ".*no `val_dataloader`.*")
-        yield
-    torch.set_num_threads(old)
 
 
 def trainer(max_epochs=None, max_steps=-1, **kw):
